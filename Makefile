@@ -1,0 +1,43 @@
+# livegate — two commands do everything: `make run` and `make test`.
+SWIFT ?= swift
+SHARED ?= ../shared
+CONFORMANCE := $(SHARED)/conformance/check.sh
+
+.PHONY: run test deps build build-debug unit-tests tsan-tests conformance bench clean
+
+## Install missing Debian packages, build in release mode, start the gateway on its default
+## (an emulated Sony camera) and print the URLs to open.
+run: deps build
+	./.build/release/livegate $(ARGS)
+
+## The whole test suite: unit and integration tests, the core under ThreadSanitizer, and the
+## conformance suite for `livegate inspect` when ../shared/conformance is present.
+test: deps unit-tests tsan-tests conformance
+
+deps:
+	@./deploy/install-deps.sh
+
+build:
+	$(SWIFT) build -c release --product livegate
+
+# Serial: the suites include real-time streaming tests that must not share two cores with the
+# CPU-heavy fuzz loops.
+unit-tests:
+	$(SWIFT) test --no-parallel
+
+tsan-tests:
+	cd Tests/CoreTSan && $(SWIFT) test --sanitize=thread
+
+conformance: build
+	@if [ -x "$(CONFORMANCE)" ]; then \
+		"$(CONFORMANCE)" ./.build/release/livegate; \
+	else \
+		echo "conformance: SKIPPED — $(CONFORMANCE) not found (it lives in ../shared beside the clone)"; \
+	fi
+
+## Benchmarks (not part of `make test`): see Benchmarks/README.md.
+bench: build
+	./.build/release/livegate bench
+
+clean:
+	rm -rf .build Tests/CoreTSan/.build

@@ -1,0 +1,85 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "livegate",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "livegate", targets: ["livegate"]),
+        .library(name: "LiveViewCore", targets: ["LiveViewCore"]),
+        .library(name: "CameraWire", targets: ["CameraWire"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CTurboJPEG", pkgConfig: "libturbojpeg",
+            providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(
+            name: "CGStreamer", pkgConfig: "gstreamer-rtsp-server-1.0 gstreamer-app-1.0 gstreamer-video-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstrtspserver-1.0-dev"])]),
+        .target(name: "CGStreamerShim", dependencies: ["CGStreamer"]),
+        .target(name: "LiveViewCore", swiftSettings: strict),
+        .target(name: "CameraWire", dependencies: ["LiveViewCore"], swiftSettings: strict),
+        .target(
+            name: "MediaKit",
+            dependencies: ["CTurboJPEG", "CGStreamer", "CGStreamerShim", "LiveViewCore",
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .target(
+            name: "CameraKit",
+            dependencies: ["CameraWire", "LiveViewCore",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .target(
+            name: "CameraEmulators",
+            dependencies: ["CameraWire", "LiveViewCore", "MediaKit",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .target(
+            name: "Gateway",
+            dependencies: ["CameraKit", "CameraEmulators", "MediaKit", "CameraWire", "LiveViewCore",
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "livegate",
+            dependencies: ["Gateway", "CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .testTarget(name: "LiveViewCoreTests", dependencies: ["LiveViewCore"], swiftSettings: strict),
+        .testTarget(name: "CameraWireTests", dependencies: ["CameraWire", "LiveViewCore"],
+                    resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "LiveViewCore"], swiftSettings: strict),
+        .testTarget(
+            name: "CameraKitTests",
+            dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: ["Gateway", "CameraEmulators", "LiveViewCore",
+                           .product(name: "HummingbirdTesting", package: "hummingbird")],
+            swiftSettings: strict),
+    ]
+)

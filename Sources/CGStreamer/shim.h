@@ -1,0 +1,4 @@
+#include <gst/gst.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
+#include <gst/rtsp-server/rtsp-server.h>

@@ -1,0 +1,268 @@
+#include "GStreamerShim.h"
+
+static gsize lg_init_done = 0;
+static gboolean lg_init_ok = FALSE;
+
+gboolean lg_gst_init_once(void) {
+    if (g_once_init_enter(&lg_init_done)) {
+        GError *err = NULL;
+        lg_init_ok = gst_init_check(NULL, NULL, &err);
+        if (err) g_error_free(err);
+        g_once_init_leave(&lg_init_done, 1);
+    }
+    return lg_init_ok;
+}
+
+guint64 lg_clock_time_none(void) { return GST_CLOCK_TIME_NONE; }
+
+GstElement *lg_element(gpointer p) { return GST_ELEMENT(p); }
+GstBin *lg_bin(gpointer p) { return GST_BIN(p); }
+GstAppSrc *lg_app_src(gpointer p) { return GST_APP_SRC(p); }
+GstObject *lg_object(gpointer p) { return GST_OBJECT(p); }
+
+GstBuffer *lg_buffer_new_wrapped(const void *data, gsize size, gpointer user, GDestroyNotify notify) {
+    return gst_buffer_new_wrapped_full(GST_MEMORY_FLAG_READONLY, (gpointer)data, size, 0, size, user, notify);
+}
+
+GstBuffer *lg_buffer_new_copy(const void *data, gsize size) {
+    return gst_buffer_new_memdup(data, size);
+}
+
+void lg_buffer_set_timing(GstBuffer *buf, guint64 pts, guint64 duration) {
+    GST_BUFFER_PTS(buf) = pts;
+    GST_BUFFER_DTS(buf) = GST_CLOCK_TIME_NONE;
+    GST_BUFFER_DURATION(buf) = duration;
+}
+
+guint64 lg_buffer_get_pts(GstBuffer *buf) { return GST_BUFFER_PTS(buf); }
+
+void lg_buffer_set_delta_unit(GstBuffer *buf, gboolean delta) {
+    if (delta) GST_BUFFER_FLAG_SET(buf, GST_BUFFER_FLAG_DELTA_UNIT);
+    else GST_BUFFER_FLAG_UNSET(buf, GST_BUFFER_FLAG_DELTA_UNIT);
+}
+
+void lg_buffer_add_roi(GstBuffer *buf, const char *roi_type, guint x, guint y, guint w, guint h) {
+    gst_buffer_add_video_region_of_interest_meta(buf, roi_type, x, y, w, h);
+}
+
+guint lg_buffer_roi_count(GstBuffer *buf) {
+    guint n = 0;
+    gpointer state = NULL;
+    while (gst_buffer_iterate_meta_filtered(buf, &state, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) n++;
+    return n;
+}
+
+GstElement *lg_parse_launch(const char *description, char **error_message) {
+    GError *err = NULL;
+    GstElement *el = gst_parse_launch_full(description, NULL, GST_PARSE_FLAG_FATAL_ERRORS, &err);
+    if (err) {
+        if (error_message) *error_message = g_strdup(err->message);
+        g_error_free(err);
+        if (el) gst_object_unref(el);
+        return NULL;
+    }
+    if (error_message) *error_message = NULL;
+    return el;
+}
+
+GstElement *lg_bin_get_by_name(GstElement *bin, const char *name) {
+    if (!GST_IS_BIN(bin)) return NULL;
+    return gst_bin_get_by_name(GST_BIN(bin), name);
+}
+
+void lg_object_set_bool(gpointer obj, const char *name, gboolean value) { g_object_set(obj, name, value, NULL); }
+void lg_object_set_int(gpointer obj, const char *name, gint value) { g_object_set(obj, name, value, NULL); }
+void lg_object_set_uint(gpointer obj, const char *name, guint value) { g_object_set(obj, name, value, NULL); }
+void lg_object_set_uint64(gpointer obj, const char *name, guint64 value) { g_object_set(obj, name, value, NULL); }
+void lg_object_set_int64(gpointer obj, const char *name, gint64 value) { g_object_set(obj, name, value, NULL); }
+void lg_object_set_string(gpointer obj, const char *name, const char *value) { g_object_set(obj, name, value, NULL); }
+
+guint64 lg_element_running_time(GstElement *element) {
+    GstClock *clock = gst_element_get_clock(element);
+    if (!clock) return GST_CLOCK_TIME_NONE;
+    GstClockTime now = gst_clock_get_time(clock);
+    gst_object_unref(clock);
+    GstClockTime base = gst_element_get_base_time(element);
+    if (now < base) return 0;
+    return now - base;
+}
+
+gboolean lg_app_src_set_caps_string(GstElement *appsrc, const char *caps_string) {
+    GstCaps *caps = gst_caps_from_string(caps_string);
+    if (!caps) return FALSE;
+    gst_app_src_set_caps(GST_APP_SRC(appsrc), caps);
+    gst_caps_unref(caps);
+    return TRUE;
+}
+
+int lg_app_src_push(GstElement *appsrc, GstBuffer *buffer) {
+    return (int)gst_app_src_push_buffer(GST_APP_SRC(appsrc), buffer);
+}
+
+int lg_app_src_end_of_stream(GstElement *appsrc) {
+    return (int)gst_app_src_end_of_stream(GST_APP_SRC(appsrc));
+}
+
+guint64 lg_app_src_current_level_buffers(GstElement *appsrc) {
+    return gst_app_src_get_current_level_buffers(GST_APP_SRC(appsrc));
+}
+
+int lg_element_set_state(GstElement *element, GstState state) {
+    return (int)gst_element_set_state(element, state);
+}
+
+int lg_element_get_state(GstElement *element, GstState *state, guint64 timeout_ns) {
+    return (int)gst_element_get_state(element, state, NULL, timeout_ns);
+}
+
+void lg_object_unref(gpointer obj) { if (obj) gst_object_unref(obj); }
+gpointer lg_object_ref(gpointer obj) { return obj ? gst_object_ref(obj) : NULL; }
+char *lg_object_get_name(gpointer obj) { return gst_object_get_name(GST_OBJECT(obj)); }
+
+GSource *lg_bus_watch_attach(GstElement *pipeline, GMainContext *context, lg_bus_callback callback,
+                             gpointer user, GDestroyNotify notify) {
+    GstBus *bus = gst_element_get_bus(pipeline);
+    GSource *source = gst_bus_create_watch(bus);
+    g_source_set_callback(source, (GSourceFunc)(void (*)(void))callback, user, notify);
+    g_source_attach(source, context);
+    gst_object_unref(bus);
+    return source;
+}
+
+void lg_source_remove(GSource *source) {
+    if (!source) return;
+    g_source_destroy(source);
+    g_source_unref(source);
+}
+
+void lg_source_remove_by_id(GMainContext *context, guint id) {
+    GSource *source = g_main_context_find_source_by_id(context, id);
+    if (source) g_source_destroy(source);
+}
+
+GstMessageType lg_message_type(GstMessage *message) { return GST_MESSAGE_TYPE(message); }
+
+char *lg_message_source_name(GstMessage *message) {
+    return GST_MESSAGE_SRC(message) ? gst_object_get_name(GST_MESSAGE_SRC(message)) : g_strdup("?");
+}
+
+void lg_message_parse_error(GstMessage *message, char **text, char **debug) {
+    GError *err = NULL;
+    gst_message_parse_error(message, &err, debug);
+    *text = g_strdup(err ? err->message : "unknown error");
+    if (err) g_error_free(err);
+}
+
+void lg_message_parse_warning(GstMessage *message, char **text, char **debug) {
+    GError *err = NULL;
+    gst_message_parse_warning(message, &err, debug);
+    *text = g_strdup(err ? err->message : "unknown warning");
+    if (err) g_error_free(err);
+}
+
+gboolean lg_message_is_from(GstMessage *message, GstElement *element) {
+    return GST_MESSAGE_SRC(message) == GST_OBJECT(element);
+}
+
+int lg_bus_wait_eos(GstElement *pipeline, guint64 timeout_ns) {
+    GstBus *bus = gst_element_get_bus(pipeline);
+    GstMessage *msg = gst_bus_timed_pop_filtered(bus, timeout_ns, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    gst_object_unref(bus);
+    if (!msg) return 0;
+    int result = GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS ? 1 : -1;
+    gst_message_unref(msg);
+    return result;
+}
+
+GMainContext *lg_main_context_new(void) { return g_main_context_new(); }
+GMainLoop *lg_main_loop_new(GMainContext *context) { return g_main_loop_new(context, FALSE); }
+
+void lg_main_loop_run(GMainLoop *loop, GMainContext *context) {
+    g_main_context_push_thread_default(context);
+    g_main_loop_run(loop);
+    g_main_context_pop_thread_default(context);
+}
+
+void lg_main_loop_quit(GMainLoop *loop) { g_main_loop_quit(loop); }
+gboolean lg_main_loop_is_running(GMainLoop *loop) { return g_main_loop_is_running(loop); }
+
+typedef struct {
+    lg_invoke_callback callback;
+    gpointer user;
+} LgInvoke;
+
+static gboolean lg_invoke_trampoline(gpointer data) {
+    LgInvoke *inv = data;
+    inv->callback(inv->user);
+    return G_SOURCE_REMOVE;
+}
+
+void lg_main_context_invoke(GMainContext *context, lg_invoke_callback callback, gpointer user) {
+    LgInvoke *inv = g_new(LgInvoke, 1);
+    inv->callback = callback;
+    inv->user = user;
+    g_main_context_invoke_full(context, G_PRIORITY_DEFAULT, lg_invoke_trampoline, inv, g_free);
+}
+
+GstRTSPServer *lg_rtsp_server_new(const char *address, const char *service) {
+    GstRTSPServer *server = gst_rtsp_server_new();
+    gst_rtsp_server_set_address(server, address);
+    gst_rtsp_server_set_service(server, service);
+    return server;
+}
+
+guint lg_rtsp_server_attach(GstRTSPServer *server, GMainContext *context) {
+    return gst_rtsp_server_attach(server, context);
+}
+
+int lg_rtsp_server_bound_port(GstRTSPServer *server) { return gst_rtsp_server_get_bound_port(server); }
+
+GstRTSPMediaFactory *lg_rtsp_mount(GstRTSPServer *server, const char *path, const char *launch,
+                                   lg_media_configure_callback callback, gpointer user,
+                                   GClosureNotify notify) {
+    GstRTSPMountPoints *mounts = gst_rtsp_server_get_mount_points(server);
+    GstRTSPMediaFactory *factory = gst_rtsp_media_factory_new();
+    gst_rtsp_media_factory_set_launch(factory, launch);
+    gst_rtsp_media_factory_set_shared(factory, TRUE);
+    g_signal_connect_data(factory, "media-configure", G_CALLBACK(callback), user, notify, 0);
+    gst_rtsp_mount_points_add_factory(mounts, path, factory); /* takes the factory's reference */
+    g_object_unref(mounts);
+    return factory;
+}
+
+void lg_rtsp_unmount(GstRTSPServer *server, const char *path) {
+    GstRTSPMountPoints *mounts = gst_rtsp_server_get_mount_points(server);
+    gst_rtsp_mount_points_remove_factory(mounts, path);
+    g_object_unref(mounts);
+}
+
+void lg_rtsp_media_on_unprepared(GstRTSPMedia *media, lg_media_callback callback, gpointer user,
+                                 GClosureNotify notify) {
+    g_signal_connect_data(media, "unprepared", G_CALLBACK(callback), user, notify, 0);
+}
+
+GstElement *lg_rtsp_media_get_by_name(GstRTSPMedia *media, const char *name) {
+    GstElement *element = gst_rtsp_media_get_element(media);
+    if (!element) return NULL;
+    GstElement *found = GST_IS_BIN(element) ? gst_bin_get_by_name(GST_BIN(element), name) : NULL;
+    gst_object_unref(element);
+    return found;
+}
+
+static GstRTSPFilterResult lg_remove_client(GstRTSPServer *server, GstRTSPClient *client, gpointer user) {
+    (void)server; (void)user;
+    gst_rtsp_client_close(client);
+    return GST_RTSP_FILTER_REMOVE;
+}
+
+void lg_rtsp_server_close_clients(GstRTSPServer *server) {
+    GList *left = gst_rtsp_server_client_filter(server, lg_remove_client, NULL);
+    g_list_free_full(left, g_object_unref);
+}
+
+guint lg_rtsp_server_client_count(GstRTSPServer *server) {
+    GList *clients = gst_rtsp_server_client_filter(server, NULL, NULL);
+    guint n = g_list_length(clients);
+    g_list_free_full(clients, g_object_unref);
+    return n;
+}

@@ -1,0 +1,123 @@
+// C helpers for the GStreamer/GLib macros, variadic functions and casts that Swift cannot import.
+// Everything here is a plain function with concrete types; the Swift side (MediaKit) keeps these
+// types out of its public API.
+#ifndef LIVEGATE_GSTREAMER_SHIM_H
+#define LIVEGATE_GSTREAMER_SHIM_H
+
+#include <gst/gst.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
+#include <gst/rtsp-server/rtsp-server.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Calls gst_init once per process (thread-safe); returns TRUE when GStreamer is usable.
+gboolean lg_gst_init_once(void);
+
+/// GST_CLOCK_TIME_NONE (the constant does not compile in Swift).
+guint64 lg_clock_time_none(void);
+
+// ---- casts ----
+GstElement *lg_element(gpointer p);
+GstBin *lg_bin(gpointer p);
+GstAppSrc *lg_app_src(gpointer p);
+GstObject *lg_object(gpointer p);
+
+// ---- buffers ----
+/// Wraps `size` bytes at `data` without copying; `notify(user)` runs when GStreamer is done with them.
+GstBuffer *lg_buffer_new_wrapped(const void *data, gsize size, gpointer user, GDestroyNotify notify);
+/// A new buffer holding a copy of `size` bytes.
+GstBuffer *lg_buffer_new_copy(const void *data, gsize size);
+void lg_buffer_set_timing(GstBuffer *buf, guint64 pts, guint64 duration);
+guint64 lg_buffer_get_pts(GstBuffer *buf);
+void lg_buffer_set_delta_unit(GstBuffer *buf, gboolean delta);
+/// Attaches a GstVideoRegionOfInterestMeta (e.g. an AF area) to a buffer.
+void lg_buffer_add_roi(GstBuffer *buf, const char *roi_type, guint x, guint y, guint w, guint h);
+/// Number of region-of-interest metas on a buffer (tests).
+guint lg_buffer_roi_count(GstBuffer *buf);
+
+// ---- elements / properties ----
+GstElement *lg_parse_launch(const char *description, char **error_message);
+GstElement *lg_bin_get_by_name(GstElement *bin, const char *name);
+void lg_object_set_bool(gpointer obj, const char *name, gboolean value);
+void lg_object_set_int(gpointer obj, const char *name, gint value);
+void lg_object_set_uint(gpointer obj, const char *name, guint value);
+void lg_object_set_uint64(gpointer obj, const char *name, guint64 value);
+void lg_object_set_int64(gpointer obj, const char *name, gint64 value);
+void lg_object_set_string(gpointer obj, const char *name, const char *value);
+/// Running time of `element` now (clock time minus base time), or GST_CLOCK_TIME_NONE without a clock.
+guint64 lg_element_running_time(GstElement *element);
+/// Sets caps from a caps string on an appsrc; returns FALSE when the string does not parse.
+gboolean lg_app_src_set_caps_string(GstElement *appsrc, const char *caps);
+/// Pushes (takes ownership of) a buffer; returns the GstFlowReturn as int.
+int lg_app_src_push(GstElement *appsrc, GstBuffer *buffer);
+int lg_app_src_end_of_stream(GstElement *appsrc);
+guint64 lg_app_src_current_level_buffers(GstElement *appsrc);
+/// Sets the state; returns the GstStateChangeReturn as int.
+int lg_element_set_state(GstElement *element, GstState state);
+/// Waits up to timeout_ns for a pending state change; returns the GstStateChangeReturn as int.
+int lg_element_get_state(GstElement *element, GstState *state, guint64 timeout_ns);
+void lg_object_unref(gpointer obj);
+gpointer lg_object_ref(gpointer obj);
+/// An element's name (g_free the result).
+char *lg_object_get_name(gpointer obj);
+
+// ---- bus ----
+typedef gboolean (*lg_bus_callback)(GstBus *bus, GstMessage *message, gpointer user);
+/// Attaches a watch on the pipeline's bus to `context`; returns the GSource (unref with lg_source_remove).
+GSource *lg_bus_watch_attach(GstElement *pipeline, GMainContext *context, lg_bus_callback callback,
+                             gpointer user, GDestroyNotify notify);
+void lg_source_remove(GSource *source);
+/// Removes the source with `id` from `context` (e.g. the RTSP server's listening source).
+void lg_source_remove_by_id(GMainContext *context, guint id);
+GstMessageType lg_message_type(GstMessage *message);
+/// Name of the object that posted the message (g_free the result).
+char *lg_message_source_name(GstMessage *message);
+/// For error/warning messages: the text and debug detail (g_free both).
+void lg_message_parse_error(GstMessage *message, char **text, char **debug);
+void lg_message_parse_warning(GstMessage *message, char **text, char **debug);
+/// TRUE when the message comes from `element` itself (not a child).
+gboolean lg_message_is_from(GstMessage *message, GstElement *element);
+/// Waits up to timeout_ns on the bus for EOS or ERROR (for pipelines without a watch);
+/// returns 1 for EOS, -1 for error, 0 for timeout.
+int lg_bus_wait_eos(GstElement *pipeline, guint64 timeout_ns);
+
+// ---- main loop ----
+GMainContext *lg_main_context_new(void);
+GMainLoop *lg_main_loop_new(GMainContext *context);
+/// Pushes `context` as the thread default and runs `loop` until quit (call on the loop's own thread).
+void lg_main_loop_run(GMainLoop *loop, GMainContext *context);
+void lg_main_loop_quit(GMainLoop *loop);
+gboolean lg_main_loop_is_running(GMainLoop *loop);
+typedef void (*lg_invoke_callback)(gpointer user);
+/// Runs callback(user) once on the context's thread (or at once when called on it).
+void lg_main_context_invoke(GMainContext *context, lg_invoke_callback callback, gpointer user);
+
+// ---- RTSP server ----
+typedef void (*lg_media_configure_callback)(GstRTSPMediaFactory *factory, GstRTSPMedia *media, gpointer user);
+typedef void (*lg_media_callback)(GstRTSPMedia *media, gpointer user);
+GstRTSPServer *lg_rtsp_server_new(const char *address, const char *service);
+/// Attaches the server to `context`; returns the source id (0 on failure, e.g. port in use).
+guint lg_rtsp_server_attach(GstRTSPServer *server, GMainContext *context);
+int lg_rtsp_server_bound_port(GstRTSPServer *server);
+/// Creates a shared factory for a launch string, connects media-configure, mounts it at `path`.
+GstRTSPMediaFactory *lg_rtsp_mount(GstRTSPServer *server, const char *path, const char *launch,
+                                   lg_media_configure_callback callback, gpointer user,
+                                   GClosureNotify notify);
+void lg_rtsp_unmount(GstRTSPServer *server, const char *path);
+/// Connects the media's "unprepared" signal.
+void lg_rtsp_media_on_unprepared(GstRTSPMedia *media, lg_media_callback callback, gpointer user,
+                                 GClosureNotify notify);
+/// The appsrc called `name` inside the media's element (a new reference), or NULL.
+GstElement *lg_rtsp_media_get_by_name(GstRTSPMedia *media, const char *name);
+/// Closes every client session of the server (used on shutdown).
+void lg_rtsp_server_close_clients(GstRTSPServer *server);
+/// Number of connected RTSP clients.
+guint lg_rtsp_server_client_count(GstRTSPServer *server);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,86 @@
+import CameraWire
+import Foundation
+import LiveViewCore
+public import Logging
+public import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A camera speaking Sony's Camera Remote API on loopback: JSON-RPC at `/sony/camera` and the
+/// liveview packet stream (0x02 frame information with the moving AF box, then the 0x01 JPEG) at
+/// `/liveview/liveviewstream`, with the property methods and Sony's error codes.
+public final class SonyEmulator: CameraEmulator, @unchecked Sendable {
+    public let vendor = "sony"
+    public let fps: Double
+    public let source: any EmulatorFrameSource
+    let state: SonyEmulatorState
+    private let group: any EventLoopGroup
+    private let host: String
+    private let requestedPort: Int
+    private let channelBox = Locked<(any Channel)?>(nil)
+    let logger: Logger
+
+    public init(host: String = "127.0.0.1", port: Int = 0, fps: Double = 30, source: any EmulatorFrameSource,
+                group: any EventLoopGroup, logger: Logger = Logger(label: "livegate.emulator.sony")) {
+        self.host = host
+        self.requestedPort = port
+        self.fps = fps
+        self.source = source
+        self.group = group
+        self.logger = logger
+        self.state = SonyEmulatorState()
+    }
+
+    /// Starts listening; returns the bound port.
+    @discardableResult
+    public func start() async throws -> Int {
+        let emulator = self
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { ch in
+                ch.eventLoop.makeCompletedFuture {
+                    try ch.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try ch.pipeline.syncOperations.addHandler(SonyEmulatorHandler(emulator: emulator))
+                }
+            }
+            .bind(host: host, port: requestedPort).get()
+        channelBox.withLock { $0 = channel }
+        return channel.localAddress?.port ?? requestedPort
+    }
+
+    /// The bound port (0 before `start`).
+    public var port: Int { channelBox.withLock { $0?.localAddress?.port } ?? 0 }
+
+    /// The JSON-RPC camera endpoint, for `--camera sony://…`.
+    public var cameraURL: String { "sony://\(host):\(port)" }
+
+    public func stop() async {
+        let ch = channelBox.withLock { v -> (any Channel)? in
+            let o = v
+            v = nil
+            return o
+        }
+        try? await ch?.close()
+        state.closeStreams()
+    }
+
+    /// Every JSON-RPC call received so far: method and its params as JSON text.
+    public var calls: [(method: String, params: String)] { state.calls }
+
+    /// Fault switch for tests: drop every liveview connection now (the camera "disappears" for the
+    /// stream but keeps answering JSON-RPC).
+    public func dropStreams() { state.closeStreams() }
+
+    public func inject(_ fault: EmulatorFault) {
+        switch fault {
+        case .disconnect: state.closeStreams()
+        case .stall(let seconds): state.stall(until: MonotonicClock.nanos() + UInt64(max(0, seconds) * 1e9))
+        case .dropEveryNthDatagram, .none: state.stall(until: 0)
+        }
+    }
+
+    /// Frames sent so far over all streams.
+    public var framesSent: Int { state.framesSent }
+}

@@ -1,0 +1,116 @@
+import CameraWire
+import LiveViewCore
+import NIOCore
+import NIOHTTP1
+
+/// HTTP side of the Sony emulator: JSON-RPC POSTs and the endless liveview GET.
+final class SonyEmulatorHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let emulator: SonyEmulator
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    private var streamTask: RepeatedTask?
+    // Stream state, touched only on the channel's event loop.
+    private var frameIndex = 0
+    private var seq: UInt16 = 0
+    private var packet: [UInt8] = []
+    private static let maxBody = 64 * 1024
+
+    init(emulator: SonyEmulator) {
+        self.emulator = emulator
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let h):
+            head = h
+            body.removeAll()
+        case .body(let buf):
+            if body.count + buf.readableBytes <= Self.maxBody { body.append(contentsOf: buf.readableBytesView) }
+        case .end:
+            guard let head else { return }
+            route(context: context, head: head)
+            self.head = nil
+        }
+    }
+
+    private func route(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
+        switch (head.method, path) {
+        case (.POST, "/sony/camera"), (.POST, "/sony/system"), (.POST, "/sony/avContent"):
+            let port = context.channel.localAddress?.port ?? emulator.port
+            let url = "http://127.0.0.1:\(port)/liveview/liveviewstream"
+            let reply = emulator.state.handle(body: body, liveviewURL: url, source: emulator.source)
+            respond(context: context, status: .ok, contentType: "application/json", body: reply, keepAlive: head.isKeepAlive)
+        case (.GET, "/liveview/liveviewstream"):
+            guard emulator.state.settings.liveview else {
+                respond(context: context, status: .notFound, contentType: "text/plain", body: Array("liveview not started\n".utf8), keepAlive: false)
+                return
+            }
+            startStream(context: context)
+        default:
+            respond(context: context, status: .notFound, contentType: "text/plain", body: Array("not found\n".utf8), keepAlive: head.isKeepAlive)
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, status: HTTPResponseStatus, contentType: String, body: [UInt8], keepAlive: Bool) {
+        var h = HTTPHeaders()
+        h.add(name: "Content-Type", value: contentType)
+        h.add(name: "Content-Length", value: String(body.count))
+        if !keepAlive { h.add(name: "Connection", value: "close") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: h))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !keepAlive {
+            let ch = context.channel
+            done.whenComplete { _ in ch.close(promise: nil) }
+        }
+    }
+
+    private func startStream(context: ChannelHandlerContext) {
+        var h = HTTPHeaders()
+        h.add(name: "Content-Type", value: "image/jpeg")
+        h.add(name: "Connection", value: "close")
+        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: h))), promise: nil)
+        let channel = context.channel
+        emulator.state.addStream(channel)
+        let emulator = self.emulator
+        let interval = TimeAmount.nanoseconds(Int64(1e9 / max(emulator.fps, 0.1)))
+        let start = MonotonicClock.nanos()
+        let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
+        streamTask = context.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { [weak self] task in
+            guard let self, channel.isActive else {
+                task.cancel()
+                return
+            }
+            // A client that does not read fast enough loses frames, as on a real camera.
+            guard channel.isWritable, !emulator.state.isStalled else { return }
+            let frame = emulator.source.frame(index: self.frameIndex)
+            self.frameIndex += 1
+            let ts = UInt32(truncatingIfNeeded: (MonotonicClock.nanos() - start) / 1_000_000 + 1_000)
+            self.packet.removeAll(keepingCapacity: true)
+            if emulator.state.settings.frameInfo {
+                let b = frame.afBox
+                func grid(_ v: Double) -> UInt16 { UInt16(max(0, min(10000, (v * 10000).rounded()))) }
+                let rec = SonyRemoteFrameRecord(
+                    x1: grid(b.x1), y1: grid(b.y1), x2: grid(b.x2), y2: grid(b.y2),
+                    category: 1, status: frame.focused ? 4 : 1, additionalStatus: 1)
+                SonyRemotePacket.appendFrameInfo([rec], seq: self.seq, timestamp: ts, to: &self.packet)
+            }
+            SonyRemotePacket.appendJPEG(frame.jpeg, seq: self.seq, timestampMs: ts, to: &self.packet)
+            self.seq &+= 1
+            emulator.state.countFrame()
+            let c = ctx.value
+            c.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(c.channel.allocator.buffer(bytes: self.packet)))), promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        streamTask?.cancel()
+        streamTask = nil
+        emulator.state.removeStream(context.channel)
+        context.fireChannelInactive()
+    }
+}

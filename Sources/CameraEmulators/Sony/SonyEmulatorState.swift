@@ -1,0 +1,204 @@
+import Foundation
+import LiveViewCore
+import NIOCore
+
+/// The emulated camera's settings, JSON-RPC dispatch and open liveview streams.
+final class SonyEmulatorState: @unchecked Sendable {
+    struct Settings {
+        var whiteBalanceMode = "Auto WB"
+        var colorTemperature = -1
+        var iso = "AUTO"
+        var shutter = "1/60"
+        var fNumber = "4.0"
+        var evIndex = 0
+        var focusMode = "AF-S"
+        var recMode = false
+        var liveview = false
+        var frameInfo = false
+        var touch: (Double, Double)? = nil
+    }
+
+    static let whiteBalanceModes = [
+        "Auto WB", "Daylight", "Shade", "Cloudy", "Incandescent", "Fluorescent: Warm White (-1)",
+        "Fluorescent: Cool White (0)", "Fluorescent: Day White (+1)", "Fluorescent: Daylight (+2)", "Flash",
+        "Color Temperature", "Custom",
+    ]
+    static let isoValues = ["AUTO", "100", "200", "400", "800", "1600", "3200", "6400"]
+    static let shutterValues = [
+        "30\"", "15\"", "8\"", "4\"", "2\"", "1\"", "0.5\"", "1/4", "1/8", "1/15", "1/30", "1/60", "1/125",
+        "1/250", "1/500", "1/1000", "1/2000", "1/4000",
+    ]
+    static let fNumbers = ["2.8", "3.5", "4.0", "5.6", "8.0", "11", "16"]
+    static let focusModes = ["AF-S", "AF-C", "DMF", "MF"]
+    static let evMin = -9, evMax = 9, evStep = 1
+
+    static let methods: [String] = [
+        "getAvailableApiList", "getApplicationInfo", "getVersions", "getMethodTypes", "getEvent",
+        "startRecMode", "stopRecMode", "startLiveview", "startLiveviewWithSize", "stopLiveview",
+        "setLiveviewFrameInfo", "getLiveviewFrameInfo", "getLiveviewSize",
+        "getAvailableWhiteBalance", "getWhiteBalance", "setWhiteBalance", "getSupportedWhiteBalance",
+        "getAvailableIsoSpeedRate", "getIsoSpeedRate", "setIsoSpeedRate",
+        "getAvailableShutterSpeed", "getShutterSpeed", "setShutterSpeed",
+        "getAvailableFNumber", "getFNumber", "setFNumber",
+        "getAvailableExposureCompensation", "getExposureCompensation", "setExposureCompensation",
+        "getAvailableFocusMode", "getFocusMode", "setFocusMode",
+        "setTouchAFPosition", "cancelTouchAFPosition", "getTouchAFPosition",
+    ]
+
+    private let lock = Locked(Settings())
+    private let log = Locked<[(method: String, params: String)]>([])
+    private let streams = Locked<[ObjectIdentifier: any Channel]>([:])
+    private let sent = Locked(0)
+    private let stallUntil = Locked<UInt64>(0)
+
+    /// Frames are not sent until this monotonic time (a stalled camera).
+    func stall(until nanos: UInt64) { stallUntil.withLock { $0 = nanos } }
+    var isStalled: Bool { MonotonicClock.nanos() < stallUntil.withLock { $0 } }
+
+    var calls: [(method: String, params: String)] { log.withLock { $0 } }
+    var framesSent: Int { sent.withLock { $0 } }
+    var settings: Settings { lock.withLock { $0 } }
+    func countFrame() { sent.withLock { $0 += 1 } }
+
+    func addStream(_ ch: any Channel) { streams.withLock { $0[ObjectIdentifier(ch)] = ch } }
+    func removeStream(_ ch: any Channel) { _ = streams.withLock { $0.removeValue(forKey: ObjectIdentifier(ch)) } }
+    func closeStreams() {
+        let all = streams.withLock { s -> [any Channel] in
+            let v = Array(s.values)
+            s.removeAll()
+            return v
+        }
+        for ch in all { ch.close(promise: nil) }
+    }
+
+    enum Reply {
+        case result([Any])
+        case error(Int, String)
+    }
+
+    /// Handles one JSON-RPC request body; returns the reply body.
+    func handle(body: [UInt8], liveviewURL: String, source: any EmulatorFrameSource) -> [UInt8] {
+        guard let obj = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+              let method = obj["method"] as? String, let params = obj["params"] as? [Any] else {
+            return encode(id: nil, .error(5, "Illegal Request"))
+        }
+        let id = obj["id"]
+        let paramsText = (try? JSONSerialization.data(withJSONObject: params)).flatMap { String(data: $0, encoding: .utf8) } ?? "[]"
+        log.withLock { $0.append((method, paramsText)) }
+        let reply = dispatch(method, params, liveviewURL: liveviewURL, source: source)
+        return encode(id: id, reply)
+    }
+
+    private func encode(id: Any?, _ reply: Reply) -> [UInt8] {
+        var out: [String: Any] = ["id": id ?? 0]
+        switch reply {
+        case .result(let r): out["result"] = r
+        case .error(let c, let m): out["error"] = [c, m]
+        }
+        return Array((try? JSONSerialization.data(withJSONObject: out)) ?? Data("{}".utf8))
+    }
+
+    private func dispatch(_ method: String, _ p: [Any], liveviewURL: String, source: any EmulatorFrameSource) -> Reply {
+        let illegal = Reply.error(3, "Illegal Argument")
+        return lock.withLock { s -> Reply in
+            switch method {
+            case "getAvailableApiList": return .result([Self.methods])
+            case "getApplicationInfo": return .result(["Smart Remote Control", "2.0.0"])
+            case "getVersions": return .result([["1.0", "1.1", "1.2"]])
+            case "getMethodTypes": return .result([])
+            case "startRecMode": s.recMode = true; return .result([0])
+            case "stopRecMode": s.recMode = false; return .result([0])
+            case "startLiveview", "startLiveviewWithSize":
+                guard s.recMode else { return .error(40401, "Camera Not Ready") }
+                s.liveview = true
+                return .result([liveviewURL])
+            case "stopLiveview": s.liveview = false; return .result([0])
+            case "setLiveviewFrameInfo":
+                guard let o = p.first as? [String: Any], let on = o["frameInfo"] as? Bool else { return illegal }
+                s.frameInfo = on
+                return .result([])
+            case "getLiveviewFrameInfo": return .result([["frameInfo": s.frameInfo]])
+            case "getLiveviewSize": return .result(["L"])
+            case "getEvent":
+                var r: [Any] = Array(repeating: NSNull(), count: 36)
+                r[0] = ["type": "availableApiList", "names": Self.methods]
+                r[1] = ["type": "cameraStatus", "cameraStatus": s.recMode ? "IDLE" : "NotReady"]
+                r[3] = ["type": "liveviewStatus", "liveviewStatus": s.liveview]
+                r[25] = ["type": "exposureCompensation", "currentExposureCompensation": s.evIndex,
+                         "maxExposureCompensation": Self.evMax, "minExposureCompensation": Self.evMin,
+                         "stepIndexOfExposureCompensation": Self.evStep]
+                r[27] = ["type": "fNumber", "currentFNumber": s.fNumber, "fNumberCandidates": Self.fNumbers]
+                r[28] = ["type": "focusMode", "currentFocusMode": s.focusMode, "focusModeCandidates": Self.focusModes]
+                r[29] = ["type": "isoSpeedRate", "currentIsoSpeedRate": s.iso, "isoSpeedRateCandidates": Self.isoValues]
+                r[32] = ["type": "shutterSpeed", "currentShutterSpeed": s.shutter, "shutterSpeedCandidates": Self.shutterValues]
+                r[33] = ["type": "whiteBalance", "currentWhiteBalanceMode": s.whiteBalanceMode,
+                         "currentColorTemperature": s.colorTemperature]
+                return .result(r)
+            case "getAvailableWhiteBalance":
+                let cands: [[String: Any]] = Self.whiteBalanceModes.map { m in
+                    ["whiteBalanceMode": m, "colorTemperatureRange": m == "Color Temperature" ? [9900, 2500, 100] : []]
+                }
+                return .result([["whiteBalanceMode": s.whiteBalanceMode, "colorTemperature": s.colorTemperature], cands])
+            case "getWhiteBalance":
+                return .result([["whiteBalanceMode": s.whiteBalanceMode, "colorTemperature": s.colorTemperature]])
+            case "getSupportedWhiteBalance":
+                return .result([Self.whiteBalanceModes.map { ["whiteBalanceMode": $0] }])
+            case "setWhiteBalance":
+                guard p.count == 3, let mode = p[0] as? String, Self.whiteBalanceModes.contains(mode),
+                      let hasTemp = p[1] as? Bool, let temp = (p[2] as? NSNumber)?.intValue else { return illegal }
+                if hasTemp {
+                    guard mode == "Color Temperature", (2500...9900).contains(temp), temp % 100 == 0 else { return illegal }
+                }
+                s.whiteBalanceMode = mode
+                s.colorTemperature = hasTemp ? temp : -1
+                return .result([0])
+            case "getAvailableIsoSpeedRate": return .result([s.iso, Self.isoValues])
+            case "getIsoSpeedRate": return .result([s.iso])
+            case "setIsoSpeedRate":
+                guard let v = p.first as? String, Self.isoValues.contains(v) else { return illegal }
+                s.iso = v
+                return .result([0])
+            case "getAvailableShutterSpeed": return .result([s.shutter, Self.shutterValues])
+            case "getShutterSpeed": return .result([s.shutter])
+            case "setShutterSpeed":
+                guard let v = p.first as? String, Self.shutterValues.contains(v) else { return illegal }
+                s.shutter = v
+                return .result([0])
+            case "getAvailableFNumber": return .result([s.fNumber, Self.fNumbers])
+            case "getFNumber": return .result([s.fNumber])
+            case "setFNumber":
+                guard let v = p.first as? String, Self.fNumbers.contains(v) else { return illegal }
+                s.fNumber = v
+                return .result([0])
+            case "getAvailableExposureCompensation":
+                return .result([s.evIndex, Self.evMax, Self.evMin, Self.evStep])
+            case "getExposureCompensation": return .result([s.evIndex])
+            case "setExposureCompensation":
+                guard let v = (p.first as? NSNumber)?.intValue, (Self.evMin...Self.evMax).contains(v),
+                      !(p.first is Bool) else { return illegal }
+                s.evIndex = v
+                return .result([0])
+            case "getAvailableFocusMode": return .result([s.focusMode, Self.focusModes])
+            case "getFocusMode": return .result([s.focusMode])
+            case "setFocusMode":
+                guard let v = p.first as? String, Self.focusModes.contains(v) else { return illegal }
+                s.focusMode = v
+                return .result([0])
+            case "setTouchAFPosition":
+                guard p.count == 2, let x = (p[0] as? NSNumber)?.doubleValue, let y = (p[1] as? NSNumber)?.doubleValue,
+                      (0...100).contains(x), (0...100).contains(y) else { return illegal }
+                s.touch = (x, y)
+                source.focus(atX: x / 100, y: y / 100)
+                return .result([0, ["AFResult": true, "AFType": "Touch"]])
+            case "cancelTouchAFPosition":
+                s.touch = nil
+                return .result([])
+            case "getTouchAFPosition":
+                let coords: [Double] = s.touch.map { [$0.0, $0.1] } ?? []
+                return .result([["set": s.touch != nil, "touchCoordinates": coords]])
+            default:
+                return .error(12, "No Such Method")
+            }
+        }
+    }
+}

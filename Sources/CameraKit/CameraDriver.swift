@@ -1,0 +1,31 @@
+public import LiveViewCore
+
+/// Connection state of a camera, as the API reports it.
+public enum CameraState: String, Sendable {
+    case connecting
+    case streaming
+    case reconnecting
+    case stopped
+    case failed
+}
+
+/// What every vendor driver offers the gateway: frames into a hub, a state, and the control
+/// channel in the common vocabulary.
+public protocol CameraDriver: AnyObject, Sendable {
+    /// The vendor family (e.g. "sony").
+    var vendor: String { get }
+    /// Current connection state.
+    var state: CameraState { get }
+    /// Counters for the API and /metrics.
+    var stats: DriverStats { get }
+    /// Starts connecting and streaming into `hub`; reconnects with back-off until `stop()`.
+    func start(hub: FrameHub)
+    /// Stops streaming and closes the camera session.
+    func stop() async
+    /// Every supported property with its value and choices.
+    func properties() async throws -> [CameraProperty]
+    /// Sets one property; throws `CameraControlError`.
+    func setProperty(_ name: PropertyName, to value: PropertyValue) async throws
+    /// Touch-AF at a point in pixels of the camera's live-view JPEG.
+    func touchFocus(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws
+}

@@ -1,0 +1,50 @@
+import Synchronization
+import LiveViewCore
+
+/// Counters a driver keeps; read from any thread.
+public final class DriverStats: Sendable {
+    private let framesCount = Atomic<Int>(0)
+    private let bytesCount = Atomic<Int>(0)
+    private let droppedCount = Atomic<Int>(0)
+    private let reconnectCount = Atomic<Int>(0)
+    private let lastFrameNanos = Atomic<UInt64>(0)
+    private let firstFrameNanos = Atomic<UInt64>(0)
+    private let windowStart = Atomic<UInt64>(0)
+    private let windowFrames = Atomic<Int>(0)
+    private let fpsMilli = Atomic<Int>(0)
+
+    public init() {}
+
+    /// Counts one received frame of `bytes` bytes at `nanos` (monotonic).
+    public func frame(bytes: Int, at nanos: UInt64) {
+        framesCount.wrappingAdd(1, ordering: .relaxed)
+        bytesCount.wrappingAdd(bytes, ordering: .relaxed)
+        lastFrameNanos.store(nanos, ordering: .relaxed)
+        _ = firstFrameNanos.compareExchange(expected: 0, desired: nanos, ordering: .relaxed)
+        let start = windowStart.load(ordering: .relaxed)
+        let n = windowFrames.wrappingAdd(1, ordering: .relaxed).newValue
+        if start == 0 {
+            windowStart.store(nanos, ordering: .relaxed)
+        } else if nanos - start >= 1_000_000_000 {
+            fpsMilli.store(Int(Double(n - 1) * 1e12 / Double(nanos - start)), ordering: .relaxed)
+            windowStart.store(nanos, ordering: .relaxed)
+            windowFrames.store(1, ordering: .relaxed)
+        }
+    }
+
+    /// Counts a damaged or incomplete frame that was dropped.
+    public func dropped(_ n: Int = 1) { droppedCount.wrappingAdd(n, ordering: .relaxed) }
+    /// Counts a reconnect.
+    public func reconnected() { reconnectCount.wrappingAdd(1, ordering: .relaxed) }
+
+    public var frames: Int { framesCount.load(ordering: .relaxed) }
+    public var bytes: Int { bytesCount.load(ordering: .relaxed) }
+    public var drops: Int { droppedCount.load(ordering: .relaxed) }
+    public var reconnects: Int { reconnectCount.load(ordering: .relaxed) }
+    /// Frames per second over the last full second (0 when stalled for more than 2 s).
+    public var fps: Double {
+        let last = lastFrameNanos.load(ordering: .relaxed)
+        if last == 0 || MonotonicClock.nanos() - last > 2_000_000_000 { return 0 }
+        return Double(fpsMilli.load(ordering: .relaxed)) / 1000
+    }
+}

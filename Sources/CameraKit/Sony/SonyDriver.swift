@@ -1,0 +1,298 @@
+import Foundation
+public import LiveViewCore
+public import Logging
+public import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Driver for cameras speaking Sony's Camera Remote API (JSON-RPC over HTTP + the liveview packet
+/// stream): `startRecMode` when the camera lists it, `startLiveview`, `setLiveviewFrameInfo`,
+/// `getEvent` polling, `stopLiveview`, reconnect with back-off when the stream or camera drops.
+public final class SonyDriver: CameraDriver, @unchecked Sendable {
+    public let vendor = "sony"
+    public let stats = DriverStats()
+    public let rpc: SonyRPC
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let cameraIndex: Int
+    private let pool = FramePool(capacity: 24, frameBytes: 256 * 1024)
+    private let stateBox = Locked(CameraState.stopped)
+    private let task = Locked<Task<Void, Never>?>(nil)
+    private let channelBox = Locked<(any Channel)?>(nil)
+    private let lastFrameNanos = Locked<UInt64>(0)
+    /// Largest pause between reconnect attempts.
+    public var maxBackoff: Duration = .seconds(2)
+
+    /// `endpoint` is the JSON-RPC camera service, e.g. `http://192.168.122.1:8080/sony/camera`.
+    public init(endpoint: HTTPURL, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
+        self.rpc = SonyRPC(endpoint: endpoint, group: group)
+        self.group = group
+        self.cameraIndex = cameraIndex
+        self.logger = logger
+    }
+
+    public var state: CameraState { stateBox.withLock { $0 } }
+
+    private func setState(_ s: CameraState) {
+        let old = stateBox.withLock { v -> CameraState in
+            let o = v
+            v = s
+            return o
+        }
+        if old != s { logger.info("camera \(rpc.endpoint): \(s.rawValue)") }
+    }
+
+    public func start(hub: FrameHub) {
+        let t = Task { [self] in await self.run(hub: hub) }
+        task.withLock { $0 = t }
+    }
+
+    public func stop() async {
+        let t = task.withLock { v -> Task<Void, Never>? in
+            let o = v
+            v = nil
+            return o
+        }
+        t?.cancel()
+        channelBox.withLock { $0 }?.close(promise: nil)
+        await t?.value
+        _ = try? await rpc.call("stopLiveview", timeout: .seconds(2))
+        setState(.stopped)
+    }
+
+    private func run(hub: FrameHub) async {
+        var backoff: Duration = .milliseconds(250)
+        var first = true
+        while !Task.isCancelled {
+            setState(first ? .connecting : .reconnecting)
+            if !first { stats.reconnected() }
+            first = false
+            do {
+                try await session(hub: hub)
+                backoff = .milliseconds(250)
+            } catch is CancellationError {
+                break
+            } catch {
+                logger.warning("sony \(rpc.endpoint): \(error)")
+            }
+            if Task.isCancelled { break }
+            try? await Task.sleep(for: backoff)
+            backoff = min(backoff * 2, maxBackoff)
+        }
+    }
+
+    /// One session: set up the liveview and read it until it stops.
+    private func session(hub: FrameHub) async throws {
+        var apis: [String] = []
+        if let list = try? await rpc.call("getAvailableApiList", timeout: .seconds(3)), let names = list.first as? [String] {
+            apis = names
+        }
+        if apis.contains("startRecMode") {
+            _ = try? await rpc.call("startRecMode", timeout: .seconds(5))
+        }
+        let result: [Any]
+        do {
+            result = try await rpc.call("startLiveview")
+        } catch CameraControlError.camera(let code, _) where code == 40401 {
+            // Not in shooting mode yet (or the API list was missed): enter it and try again.
+            _ = try? await rpc.call("startRecMode", timeout: .seconds(5))
+            result = try await rpc.call("startLiveview")
+        } catch CameraControlError.camera(let code, _) where code == 40402 || code == 7 {
+            // Already running: stop and start again (a reconnect after our own drop).
+            _ = try? await rpc.call("stopLiveview")
+            result = try await rpc.call("startLiveview")
+        }
+        guard let urlText = result.first as? String, let url = HTTPURL(urlText) else {
+            throw CameraControlError.camera(code: 6, message: "startLiveview gave no usable URL: \(result)")
+        }
+        _ = try? await rpc.call("setLiveviewFrameInfo", [["frameInfo": true]], timeout: .seconds(3))
+        try await stream(url: url, hub: hub)
+    }
+
+    private func stream(url: HTTPURL, hub: FrameHub) async throws {
+        let statusBox = Locked<Int?>(nil)
+        let handler = SonyLiveviewHandler(
+            hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex,
+            onStatus: { code in statusBox.withLock { $0 = code } },
+            onFrame: { [weak self] in
+                guard let self else { return }
+                self.lastFrameNanos.withLock { $0 = MonotonicClock.nanos() }
+                if self.state != .streaming { self.setState(.streaming) }
+            })
+        let channel = try await ClientBootstrap(group: group)
+            .connectTimeout(.seconds(3))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { ch in
+                ch.eventLoop.makeCompletedFuture {
+                    try ch.pipeline.syncOperations.addHTTPClientHandlers()
+                    try ch.pipeline.syncOperations.addHandler(handler)
+                }
+            }
+            .connect(host: url.host, port: url.port).get()
+        channelBox.withLock { $0 = channel }
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: url.target)
+        head.headers.add(name: "Host", value: "\(url.host):\(url.port)")
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
+        lastFrameNanos.withLock { $0 = MonotonicClock.nanos() }
+        // Watchdog: poll getEvent and watch for a stalled stream; either ends the session.
+        await withTaskCancellationHandler {
+            var tick = 0
+            while channel.isActive && !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                tick += 1
+                if tick % 4 == 0, !(await liveviewStillOn()) {
+                    logger.warning("sony camera reports liveview stopped; restarting it")
+                    channel.close(promise: nil)
+                    break
+                }
+                let idle = MonotonicClock.nanos() - lastFrameNanos.withLock { $0 }
+                if idle > 2_000_000_000 {
+                    logger.warning("sony liveview stalled for \(idle / 1_000_000) ms; reconnecting")
+                    channel.close(promise: nil)
+                    break
+                }
+            }
+        } onCancel: {
+            channel.close(promise: nil)
+        }
+        try? await channel.closeFuture.get()
+        channelBox.withLock { $0 = nil }
+        if let code = statusBox.withLock({ $0 }), code != 200 {
+            throw CameraControlError.camera(code: code, message: "liveview HTTP \(code)")
+        }
+        if Task.isCancelled { throw CancellationError() }
+    }
+
+    /// `getEvent [false]`: false only when the camera answers and says liveviewStatus is off (a
+    /// failed poll is left to the stall watchdog, since some bodies answer getEvent slowly).
+    private func liveviewStillOn() async -> Bool {
+        guard let r = try? await rpc.call("getEvent", [false], timeout: .seconds(2)), r.count > 3,
+              let lv = r[3] as? [String: Any], let on = lv["liveviewStatus"] as? Bool else { return true }
+        return on
+    }
+
+    // MARK: Properties
+
+    public func properties() async throws -> [CameraProperty] {
+        var out: [CameraProperty] = []
+        for name in PropertyName.allCases {
+            if let p = try? await property(name) { out.append(p) }
+        }
+        if out.isEmpty, state != .streaming {
+            throw CameraControlError.unavailable("camera not connected")
+        }
+        return out
+    }
+
+    /// Reads one property with its choices from the camera (getAvailable…).
+    public func property(_ name: PropertyName) async throws -> CameraProperty {
+        switch name {
+        case .whiteBalance:
+            let r = try await rpc.call("getAvailableWhiteBalance")
+            let cur = r.first as? [String: Any]
+            let mode = cur?["whiteBalanceMode"] as? String ?? ""
+            let temp = (cur?["colorTemperature"] as? NSNumber)?.intValue
+            let offered = (r.count > 1 ? r[1] as? [[String: Any]] : nil)?.compactMap { $0["whiteBalanceMode"] as? String } ?? []
+            var choices: [PropertyValue] = []
+            for m in offered {
+                let c = PropertyValue.text(SonyVocabulary.commonWhiteBalance(mode: m, temperature: nil))
+                if m != "Color Temperature", !choices.contains(c) { choices.append(c) }
+            }
+            return CameraProperty(name: name, value: .text(SonyVocabulary.commonWhiteBalance(mode: mode, temperature: temp)),
+                                  displayText: mode, choices: choices, writable: !offered.isEmpty)
+        case .iso:
+            let (cur, list) = try await currentAndList("getAvailableIsoSpeedRate")
+            return CameraProperty(name: name, value: cur.map(SonyVocabulary.commonISO), displayText: cur,
+                                  choices: list.map(SonyVocabulary.commonISO), writable: !list.isEmpty)
+        case .shutterSpeed:
+            let (cur, list) = try await currentAndList("getAvailableShutterSpeed")
+            return CameraProperty(name: name, value: cur.map { .text($0) }, displayText: cur,
+                                  choices: list.map { .text($0) }, writable: !list.isEmpty)
+        case .aperture:
+            let (cur, list) = try await currentAndList("getAvailableFNumber")
+            return CameraProperty(name: name, value: cur.map { .text($0) }, displayText: cur,
+                                  choices: list.map { .text($0) }, writable: !list.isEmpty)
+        case .focusMode:
+            let (cur, list) = try await currentAndList("getAvailableFocusMode")
+            return CameraProperty(name: name, value: cur.map { .text(SonyVocabulary.commonFocusMode($0)) }, displayText: cur,
+                                  choices: list.map { .text(SonyVocabulary.commonFocusMode($0)) }, writable: !list.isEmpty)
+        case .exposureCompensation:
+            let r = try await rpc.call("getAvailableExposureCompensation")
+            let ints = r.compactMap { ($0 as? NSNumber)?.intValue }
+            guard ints.count >= 4 else { throw CameraControlError.camera(code: 6, message: "getAvailableExposureCompensation: \(r)") }
+            let choices = SonyVocabulary.evChoices(min: ints[2], max: ints[1], stepIndex: ints[3])
+            let ev = SonyVocabulary.ev(index: ints[0], stepIndex: ints[3])
+            return CameraProperty(name: name, value: .number((ev * 10).rounded() / 10), displayText: CommonValues.evText(ev),
+                                  choices: choices.map { .number(($0.ev * 10).rounded() / 10) }, writable: !choices.isEmpty)
+        }
+    }
+
+    private func currentAndList(_ method: String) async throws -> (String?, [String]) {
+        let r = try await rpc.call(method)
+        let cur = r.first as? String
+        let list = (r.count > 1 ? r[1] as? [String] : nil) ?? []
+        return (cur, list)
+    }
+
+    public func setProperty(_ name: PropertyName, to value: PropertyValue) async throws {
+        let text = value.description
+        func invalid(_ valid: [String]) -> CameraControlError {
+            .invalidValue(property: name, value: text, valid: valid)
+        }
+        switch name {
+        case .whiteBalance:
+            let r = try await rpc.call("getAvailableWhiteBalance")
+            let offered = (r.count > 1 ? r[1] as? [[String: Any]] : nil)?.compactMap { $0["whiteBalanceMode"] as? String } ?? []
+            guard let params = SonyVocabulary.whiteBalanceParams(text, offered: offered) else {
+                var valid: [String] = []
+                for m in offered where m != "Color Temperature" {
+                    let c = SonyVocabulary.commonWhiteBalance(mode: m, temperature: nil)
+                    if !valid.contains(c) { valid.append(c) }
+                }
+                if offered.contains("Color Temperature") { valid.append("<kelvin>K") }
+                throw invalid(valid)
+            }
+            _ = try await rpc.call("setWhiteBalance", params)
+        case .iso:
+            let (_, list) = try await currentAndList("getAvailableIsoSpeedRate")
+            let sony = SonyVocabulary.sonyISO(value)
+            guard list.contains(sony) else { throw invalid(list.map { SonyVocabulary.commonISO($0).description }) }
+            _ = try await rpc.call("setIsoSpeedRate", [sony])
+        case .shutterSpeed:
+            let (_, list) = try await currentAndList("getAvailableShutterSpeed")
+            guard list.contains(text) else { throw invalid(list) }
+            _ = try await rpc.call("setShutterSpeed", [text])
+        case .aperture:
+            let (_, list) = try await currentAndList("getAvailableFNumber")
+            guard let match = list.first(where: { $0 == text || Double($0) == Double(text) }) else { throw invalid(list) }
+            _ = try await rpc.call("setFNumber", [match])
+        case .focusMode:
+            let (_, list) = try await currentAndList("getAvailableFocusMode")
+            let sony = SonyVocabulary.sonyFocusMode(text)
+            guard list.contains(sony) else { throw invalid(list.map(SonyVocabulary.commonFocusMode)) }
+            _ = try await rpc.call("setFocusMode", [sony])
+        case .exposureCompensation:
+            let r = try await rpc.call("getAvailableExposureCompensation")
+            let ints = r.compactMap { ($0 as? NSNumber)?.intValue }
+            guard ints.count >= 4 else { throw CameraControlError.camera(code: 6, message: "getAvailableExposureCompensation: \(r)") }
+            let choices = SonyVocabulary.evChoices(min: ints[2], max: ints[1], stepIndex: ints[3])
+            let wanted: Double?
+            switch value {
+            case .number(let d): wanted = d
+            case .text(let t): wanted = Double(t)
+            }
+            guard let w = wanted, let hit = choices.first(where: { CommonValues.sameEV($0.ev, w) }) else {
+                throw invalid(choices.map { CommonValues.evText($0.ev) })
+            }
+            _ = try await rpc.call("setExposureCompensation", [hit.index])
+        }
+    }
+
+    public func touchFocus(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws {
+        // setTouchAFPosition takes percent (0…100) of the live view, origin top-left.
+        let space = AFCoordinateSpace(width: 100, height: 100)
+        let p = space.toCamera(x: x, y: y, imageWidth: imageWidth, imageHeight: imageHeight)
+        _ = try await rpc.call("setTouchAFPosition", [p.x, p.y], timeout: .seconds(10))
+    }
+}

@@ -1,0 +1,223 @@
+/// Why a byte run is not a walkable JPEG.
+public enum JPEGError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The run does not start with `FF D8`.
+    case noSOI
+    /// The data ended before `FF D9` at `offset` (relative to the SOI).
+    case truncated(offset: Int)
+    /// A byte other than `FF` where a marker was expected, or a marker not allowed there.
+    case badMarker(offset: Int, marker: UInt8)
+    /// A segment length below 2 or running past the data.
+    case badSegmentLength(offset: Int)
+    /// EOI reached without an SOFn frame header (or without a scan).
+    case noSOF
+    /// A malformed SOFn header.
+    case badSOF(offset: Int)
+
+    public var description: String {
+        switch self {
+        case .noSOI: return "JPEG: expected SOI FF D8"
+        case .truncated(let o): return "JPEG: data ends at +\(o) before EOI FF D9"
+        case .badMarker(let o, let m): return "JPEG: expected a marker at +\(o), found \(hex2(m))"
+        case .badSegmentLength(let o): return "JPEG: bad segment length at +\(o)"
+        case .noSOF: return "JPEG: EOI without an SOFn header and scan"
+        case .badSOF(let o): return "JPEG: malformed SOF header at +\(o)"
+        }
+    }
+}
+
+@inline(__always) func hex2(_ b: UInt8) -> String {
+    let d: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "A", "B", "C", "D", "E", "F"]
+    return String([d[Int(b >> 4)], d[Int(b & 15)]])
+}
+
+/// Chroma subsampling of a JPEG, from the sampling factors in its SOF header.
+public enum JPEGSubsampling: String, Sendable, Hashable {
+    /// Chroma halved in both directions (e.g. Y 2×2, Cb/Cr 1×1 — RFC 2435 type 1).
+    case yuv420 = "4:2:0"
+    /// Chroma halved horizontally only (e.g. Y 2×1, Cb/Cr 1×1 — RFC 2435 type 0; or Y 2×2, Cb/Cr 1×2).
+    case yuv422 = "4:2:2"
+    /// Anything else (grayscale, 4:4:4, odd factors, CMYK…).
+    case other
+}
+
+/// What a walk from SOI to EOI learned about one JPEG.
+public struct JPEGInfo: Sendable, Hashable {
+    public static func == (a: JPEGInfo, b: JPEGInfo) -> Bool {
+        a.length == b.length && a.width == b.width && a.height == b.height && a.sofMarker == b.sofMarker
+            && a.subsampling == b.subsampling && a.usesStandardHuffmanTables == b.usesStandardHuffmanTables
+            && a.components == b.components && a.restartInterval == b.restartInterval
+            && a.samplingFactors == b.samplingFactors
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(length); h.combine(width); h.combine(height); h.combine(sofMarker)
+    }
+
+    /// Bytes from `FF D8` through the `FF D9` that ends the image, inclusive.
+    public var length: Int
+    /// Width and height from the first SOFn.
+    public var width: Int
+    public var height: Int
+    /// The first SOFn marker (0xC0 baseline, 0xC1 extended, 0xC2 progressive…).
+    public var sofMarker: UInt8
+    public var subsampling: JPEGSubsampling
+    /// Every DHT table matches the standard table of ITU T.81 Annex K.3 for its class/id,
+    /// or there is no DHT at all (decoders then use those tables).
+    public var usesStandardHuffmanTables: Bool
+    /// Number of components in the frame.
+    public var components: Int
+    /// The restart interval from DRI (0 = none).
+    public var restartInterval: Int
+
+    /// Sampling factors (H << 4 | V) of components 1, 2, 3 (zeros unless 3 components).
+    public var samplingFactors: (y: UInt8, cb: UInt8, cr: UInt8)
+
+    /// The RFC 2435 type this image can be sent as: 0 (Y 2×1, Cb/Cr 1×1), 1 (Y 2×2, Cb/Cr 1×1),
+    /// nil otherwise (the receiver assumes exactly those factors).
+    public var rtpJPEGType: UInt8? {
+        guard components == 3, samplingFactors.cb == 0x11, samplingFactors.cr == 0x11 else { return nil }
+        switch samplingFactors.y {
+        case 0x21: return 0
+        case 0x22: return 1
+        default: return nil
+        }
+    }
+
+    /// Baseline sequential DCT (SOF0).
+    public var isBaseline: Bool { sofMarker == 0xC0 }
+
+    /// True when RFC 2435 RTP/JPEG can carry this image without in-band tables beyond
+    /// quantization: baseline, 3 components, 4:2:0 or 4:2:2, standard Huffman tables.
+    public var isRTPJPEGCompatible: Bool {
+        isBaseline && rtpJPEGType != nil && usesStandardHuffmanTables
+    }
+
+    public init(length: Int, width: Int, height: Int, sofMarker: UInt8, subsampling: JPEGSubsampling,
+                usesStandardHuffmanTables: Bool, components: Int, restartInterval: Int,
+                samplingFactors: (y: UInt8, cb: UInt8, cr: UInt8) = (0, 0, 0)) {
+        self.samplingFactors = samplingFactors
+        self.length = length
+        self.width = width
+        self.height = height
+        self.sofMarker = sofMarker
+        self.subsampling = subsampling
+        self.usesStandardHuffmanTables = usesStandardHuffmanTables
+        self.components = components
+        self.restartInterval = restartInterval
+    }
+}
+
+/// Walks a JPEG from its SOI through marker segments and entropy-coded data to the EOI.
+///
+/// It never searches for `FF D9`: segments are skipped by their length fields, and inside
+/// entropy-coded data `FF 00` (stuffing), `FF D0`…`FF D7` (restart markers) and fill bytes
+/// (`FF FF …`) are stepped over; any other marker ends the scan. Bytes after the EOI are ignored.
+public enum JPEGScanner {
+    /// Walks `bytes` (which must start with `FF D8`); returns the JPEG's length and header facts.
+    public static func scan(_ bytes: ArraySlice<UInt8>) throws(JPEGError) -> JPEGInfo {
+        let r: Result<JPEGInfo, JPEGError> = bytes.withUnsafeBufferPointer { p in walk(p) }
+        return try r.get()
+    }
+
+    /// Same as `scan(_:)` for an array.
+    public static func scan(_ bytes: [UInt8]) throws(JPEGError) -> JPEGInfo {
+        try scan(bytes[...])
+    }
+
+    /// Only the length (SOI through EOI), or nil when the bytes are not a walkable JPEG.
+    public static func length(_ bytes: ArraySlice<UInt8>) -> Int? {
+        try? scan(bytes).length
+    }
+
+    static func walk(_ p: UnsafeBufferPointer<UInt8>) -> Result<JPEGInfo, JPEGError> {
+        let n = p.count
+        guard n >= 2 else { return .failure(n == 0 || p[0] == 0xFF ? .truncated(offset: n) : .noSOI) }
+        guard p[0] == 0xFF, p[1] == 0xD8 else { return .failure(.noSOI) }
+        var i = 2
+        var sof: UInt8 = 0
+        var width = 0, height = 0, comps = 0
+        var sub = JPEGSubsampling.other
+        var standard = true
+        var sawScan = false
+        var dri = 0
+        var factors: (UInt8, UInt8, UInt8) = (0, 0, 0)
+        while true {
+            guard i < n else { return .failure(.truncated(offset: i)) }
+            guard p[i] == 0xFF else { return .failure(.badMarker(offset: i, marker: p[i])) }
+            // Fill bytes: any number of FF before the marker code.
+            var j = i + 1
+            while j < n && p[j] == 0xFF { j += 1 }
+            guard j < n else { return .failure(.truncated(offset: j)) }
+            let m = p[j]
+            let segStart = j + 1
+            switch m {
+            case 0xD9:
+                guard sof != 0, sawScan else { return .failure(.noSOF) }
+                return .success(JPEGInfo(length: segStart, width: width, height: height, sofMarker: sof,
+                                         subsampling: sub, usesStandardHuffmanTables: standard,
+                                         components: comps, restartInterval: dri,
+                                         samplingFactors: factors))
+            case 0x00, 0xD8:
+                return .failure(.badMarker(offset: j, marker: m))
+            case 0x01, 0xD0...0xD7:
+                i = segStart
+                continue
+            default:
+                break
+            }
+            guard segStart + 2 <= n else { return .failure(.truncated(offset: n)) }
+            let len = Int(p[segStart]) << 8 | Int(p[segStart + 1])
+            guard len >= 2 else { return .failure(.badSegmentLength(offset: segStart)) }
+            let end = segStart + len
+            guard end <= n else { return .failure(.truncated(offset: n)) }
+            let body = segStart + 2
+            switch m {
+            case 0xC0...0xC3, 0xC5...0xC7, 0xC9...0xCB, 0xCD...0xCF:
+                if sof == 0 {
+                    guard len >= 8 else { return .failure(.badSOF(offset: j)) }
+                    let nf = Int(p[body + 5])
+                    guard len >= 8 + 3 * nf else { return .failure(.badSOF(offset: j)) }
+                    height = Int(p[body + 1]) << 8 | Int(p[body + 2])
+                    width = Int(p[body + 3]) << 8 | Int(p[body + 4])
+                    comps = nf
+                    sof = m
+                    if nf == 3 {
+                        let y = p[body + 7], cb = p[body + 10], cr = p[body + 13]
+                        factors = (y, cb, cr)
+                        let yh = Int(y >> 4), yv = Int(y & 15), ch = Int(cb >> 4), cv = Int(cb & 15)
+                        if cb == cr && ch > 0 && cv > 0 {
+                            if yh == 2 * ch && yv == 2 * cv { sub = .yuv420 } else if yh == 2 * ch && yv == cv { sub = .yuv422 }
+                        }
+                    }
+                }
+            case 0xC4:
+                if standard && !StandardHuffman.matches(p, from: body, to: end) { standard = false }
+            case 0xDD:
+                if len >= 4 { dri = Int(p[body]) << 8 | Int(p[body + 1]) }
+            default:
+                break
+            }
+            i = end
+            if m == 0xDA {
+                guard sof != 0 else { return .failure(.noSOF) }
+                sawScan = true
+                // Entropy-coded data up to the next marker that is not stuffing or RSTn.
+                var k = i
+                while true {
+                    while k < n && p[k] != 0xFF { k += 1 }
+                    guard k + 1 < n else { return .failure(.truncated(offset: n)) }
+                    var q = k + 1
+                    while q < n && p[q] == 0xFF { q += 1 }
+                    guard q < n else { return .failure(.truncated(offset: n)) }
+                    let c = p[q]
+                    if c == 0x00 || (c >= 0xD0 && c <= 0xD7) {
+                        k = q + 1
+                        continue
+                    }
+                    i = q - 1   // position of the FF right before the marker code
+                    break
+                }
+            }
+        }
+    }
+}

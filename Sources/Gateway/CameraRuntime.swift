@@ -1,0 +1,26 @@
+public import CameraKit
+public import LiveViewCore
+
+/// One camera inside the gateway: its driver, its hub and what is attached.
+public final class CameraRuntime: Sendable {
+    public let id: String
+    public let index: Int
+    public let url: String
+    public let driver: any CameraDriver
+    public let hub: FrameHub
+
+    public init(id: String, index: Int, url: String, driver: any CameraDriver, hub: FrameHub) {
+        self.id = id
+        self.index = index
+        self.url = url
+        self.driver = driver
+        self.hub = hub
+    }
+
+    /// Size of the newest frame (0×0 before the first).
+    public var frameSize: (width: Int, height: Int) {
+        guard let f = hub.latest() else { return (0, 0) }
+        defer { f.release() }
+        return (f.width, f.height)
+    }
+}

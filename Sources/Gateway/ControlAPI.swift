@@ -1,0 +1,231 @@
+import CameraKit
+import Foundation
+public import Hummingbird
+import LiveViewCore
+import Logging
+import NIOCore
+
+/// What the control API needs from the gateway (the real `Gateway`, or a test double).
+public protocol ControlModel: Sendable {
+    var cameras: [CameraRuntime] { get }
+    /// Prometheus text exposition of every counter.
+    func metricsText() -> String
+    /// Folder holding `<camera>/index.m3u8` and segments, when HLS is on.
+    var hlsRoot: String? { get }
+    /// The URLs a user opens for a camera (rtsp, hls).
+    func urls(for camera: CameraRuntime) -> [String: String]
+}
+
+/// The HTTP JSON control API (Hummingbird): cameras, properties, touch-AF, metrics and HLS files.
+public enum ControlAPI {
+    /// Largest request body accepted.
+    static let maxBody = 16 * 1024
+
+    public static func buildRouter(model: any ControlModel) -> Router<BasicRequestContext> {
+        let router = Router()
+        router.add(middleware: ErrorJSONMiddleware())
+        router.get("/") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                     body: .init(byteBuffer: ByteBuffer(string: WebPage.html(model: model))))
+        }
+        router.get("/api/v1/cameras") { _, _ in
+            json(model.cameras.map { summary($0, model: model) })
+        }
+        router.get("/api/v1/cameras/:id") { _, context in
+            let cam = try camera(context, model)
+            return json(summary(cam, model: model))
+        }
+        router.get("/api/v1/cameras/:id/properties") { _, context in
+            let cam = try camera(context, model)
+            let props = try await mapErrors { try await cam.driver.properties() }
+            return json(props.map(propertyJSON))
+        }
+        router.get("/api/v1/cameras/:id/properties/:name") { _, context in
+            let cam = try camera(context, model)
+            let name = try propertyName(context)
+            let props = try await mapErrors { try await cam.driver.properties() }
+            guard let p = props.first(where: { $0.name == name }) else {
+                throw APIError(.notFound, "\(cam.id) does not support \(name.rawValue)")
+            }
+            return json(propertyJSON(p))
+        }
+        router.put("/api/v1/cameras/:id/properties/:name") { request, context in
+            let cam = try camera(context, model)
+            let name = try propertyName(context)
+            let body = try await readJSONObject(request)
+            guard let raw = body["value"] else { throw APIError(.badRequest, "body must be {\"value\": …}") }
+            let value: PropertyValue
+            if let n = raw as? NSNumber, !(raw is Bool), CFGetTypeIDIsNotBool(n) {
+                value = .number(n.doubleValue)
+            } else if let s = raw as? String, !s.isEmpty, s.count <= 64 {
+                value = CommonValues.parse(s, for: name)
+            } else {
+                throw APIError(.badRequest, "\"value\" must be a string or a number")
+            }
+            try await mapErrors { try await cam.driver.setProperty(name, to: value) }
+            return json(["name": name.rawValue, "value": jsonValue(value), "status": "accepted"])
+        }
+        router.post("/api/v1/cameras/:id/focus") { request, context in
+            let cam = try camera(context, model)
+            let body = try await readJSONObject(request)
+            guard let x = (body["x"] as? NSNumber)?.doubleValue, let y = (body["y"] as? NSNumber)?.doubleValue,
+                  x.isFinite, y.isFinite else {
+                throw APIError(.badRequest, "body must be {\"x\": pixels, \"y\": pixels} in output-image pixels")
+            }
+            let size = cam.frameSize
+            guard size.width > 0, size.height > 0 else { throw APIError(.serviceUnavailable, "no frame yet from \(cam.id)") }
+            guard x >= 0, y >= 0, x <= Double(size.width), y <= Double(size.height) else {
+                throw APIError(.badRequest, "point (\(x), \(y)) is outside the \(size.width)x\(size.height) image")
+            }
+            try await mapErrors { try await cam.driver.touchFocus(x: x, y: y, imageWidth: size.width, imageHeight: size.height) }
+            return json(["x": x, "y": y, "status": "accepted"])
+        }
+        router.get("/metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                     body: .init(byteBuffer: ByteBuffer(string: model.metricsText())))
+        }
+        router.get("/hls/:id/:file") { _, context in
+            try hlsFile(context, model: model)
+        }
+        return router
+    }
+
+    // MARK: Helpers
+
+    static func camera(_ context: BasicRequestContext, _ model: any ControlModel) throws -> CameraRuntime {
+        let id = context.parameters.get("id") ?? ""
+        guard let cam = model.cameras.first(where: { $0.id == id }) else {
+            throw APIError(.notFound, "no camera '\(id.prefix(64))'; cameras: \(model.cameras.map(\.id).joined(separator: ", "))")
+        }
+        return cam
+    }
+
+    static func propertyName(_ context: BasicRequestContext) throws -> PropertyName {
+        let n = context.parameters.get("name") ?? ""
+        guard let name = PropertyName(rawValue: n) else {
+            throw APIError(.notFound, "unknown property '\(n.prefix(64))'; properties: \(PropertyName.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return name
+    }
+
+    static func readJSONObject(_ request: Request) async throws -> [String: Any] {
+        var req = request
+        let buf: ByteBuffer
+        do {
+            buf = try await req.collectBody(upTo: maxBody)
+        } catch {
+            throw APIError(.contentTooLarge, "request body larger than \(maxBody) bytes")
+        }
+        guard let obj = try? JSONSerialization.jsonObject(with: Data(buf.readableBytesView)) as? [String: Any] else {
+            throw APIError(.badRequest, "request body must be a JSON object")
+        }
+        return obj
+    }
+
+    static func mapErrors<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let e as CameraControlError {
+            switch e {
+            case .invalidValue(let p, let v, let valid):
+                throw APIError(.badRequest, "\(p.rawValue): '\(v)' is not offered by the camera", extra: ["valid": valid])
+            case .notSupported(let what):
+                throw APIError(.badRequest, "not supported by this camera: \(what)")
+            case .camera(let code, let message):
+                throw APIError(.badGateway, "camera refused: \(message)", extra: ["cameraCode": code])
+            case .unavailable(let why):
+                throw APIError(.serviceUnavailable, why)
+            }
+        }
+    }
+
+    static func summary(_ cam: CameraRuntime, model: any ControlModel) -> [String: Any] {
+        let size = cam.frameSize
+        return [
+            "id": cam.id, "vendor": cam.driver.vendor, "url": cam.url, "state": cam.driver.state.rawValue,
+            "fps": (cam.driver.stats.fps * 10).rounded() / 10, "frames": cam.driver.stats.frames,
+            "drops": cam.driver.stats.drops, "reconnects": cam.driver.stats.reconnects,
+            "width": size.width, "height": size.height, "outputs": model.urls(for: cam),
+        ]
+    }
+
+    static func jsonValue(_ v: PropertyValue?) -> Any {
+        switch v {
+        case .none: return NSNull()
+        case .text(let s): return s
+        case .number(let d): return d == d.rounded() && abs(d) < 1e9 ? Int(d) as Any : d as Any
+        }
+    }
+
+    static func propertyJSON(_ p: CameraProperty) -> [String: Any] {
+        [
+            "name": p.name.rawValue, "value": jsonValue(p.value), "displayText": p.displayText ?? NSNull(),
+            "choices": p.choices.map { jsonValue($0) }, "writable": p.writable,
+        ]
+    }
+
+    static func json(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        var buf = ByteBuffer(bytes: data)
+        buf.writeString("\n")
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buf))
+    }
+
+    /// Serves `<hlsRoot>/<id>/<file>`; only plain file names of the playlist and its segments.
+    static func hlsFile(_ context: BasicRequestContext, model: any ControlModel) throws -> Response {
+        guard let root = model.hlsRoot else { throw APIError(.notFound, "HLS is off") }
+        let cam = try camera(context, model)
+        let file = context.parameters.get("file") ?? ""
+        let allowed = file.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-") }
+        guard allowed, !file.hasPrefix("."), file.hasSuffix(".m3u8") || file.hasSuffix(".ts"), file.count <= 64 else {
+            throw APIError(.notFound, "no such HLS file")
+        }
+        let path = "\(root)/\(cam.id)/\(file)"
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw APIError(.notFound, file.hasSuffix(".m3u8") ? "playlist not written yet; try again in a few seconds" : "segment gone")
+        }
+        let type = file.hasSuffix(".m3u8") ? "application/vnd.apple.mpegurl" : "video/mp2t"
+        var headers: HTTPFields = [.contentType: type, .accessControlAllowOrigin: "*"]
+        headers[.cacheControl] = file.hasSuffix(".m3u8") ? "no-cache" : "max-age=60"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// NSNumber from JSONSerialization is a Bool for true/false; tell them apart without CoreFoundation.
+@inline(__always)
+func CFGetTypeIDIsNotBool(_ n: NSNumber) -> Bool {
+    String(cString: n.objCType) != "c"
+}
+
+/// An error the API answers with a JSON body `{"error": message, …}`.
+struct APIError: Error, HTTPResponseError {
+    let status: HTTPResponse.Status
+    let message: String
+    let extra: [String: any Sendable]
+
+    init(_ status: HTTPResponse.Status, _ message: String, extra: [String: any Sendable] = [:]) {
+        self.status = status
+        self.message = message
+        self.extra = extra
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        var obj: [String: Any] = ["error": message]
+        for (k, v) in extra { obj[k] = v }
+        return ControlAPI.json(obj, status: status)
+    }
+}
+
+/// Turns Hummingbird's own errors (404 route, bad method) into the same JSON shape.
+struct ErrorJSONMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let e as APIError {
+            throw e
+        } catch let e as HTTPError {
+            throw APIError(e.status, e.body ?? e.status.reasonPhrase)
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import CameraEmulators
+import CameraKit
+public import Foundation
+import LiveViewCore
+public import Logging
+public import NIOCore
+public import NIOPosix
+public import ServiceLifecycle
+
+/// The composition root: cameras (drivers or in-process emulators) → hubs → outputs, plus the
+/// metrics the control API exports. Runs as a service; graceful shutdown stops the cameras and
+/// finishes the recording segments.
+public final class Gateway: ControlModel, Service, @unchecked Sendable {
+    public let options: GatewayOptions
+    let logger: Logger
+    let group: any EventLoopGroup
+    private let runtimes = Locked<[CameraRuntime]>([])
+    private let emulators = Locked<[SonyEmulator]>([])
+    let outputs: OutputSet
+    private let started = Locked(false)
+    public let startedAt = Date()
+
+    public init(options: GatewayOptions, logger: Logger, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+        self.options = options
+        self.logger = logger
+        self.group = group
+        self.outputs = OutputSet(options: options, logger: logger)
+    }
+
+    public var cameras: [CameraRuntime] { runtimes.withLock { $0 } }
+    public var hlsRoot: String? { outputs.hlsRoot }
+
+    /// Starts emulators, drivers and outputs. Throws when an output cannot start (port in use…).
+    public func start() async throws {
+        guard !started.withLock({ v in defer { v = true }; return v }) else { return }
+        try outputs.startServers()
+        var list: [CameraRuntime] = []
+        for (i, spec) in options.cameras.enumerated() {
+            let driver: any CameraDriver
+            let url: String
+            switch spec.source {
+            case .sony(let host, let port):
+                url = "sony://\(host):\(port)"
+                driver = SonyDriver(endpoint: HTTPURL(host: host, port: port, target: "/sony/camera"),
+                                    group: group, cameraIndex: i, logger: logger)
+            case .emulator(let vendor):
+                guard vendor == "sony" else { throw CameraSpecError.unsupported("emulator:\(vendor)", "emulated vendors: sony") }
+                let source = try TestPatternSource(width: options.emulatorWidth, height: options.emulatorHeight)
+                let emu = SonyEmulator(host: "127.0.0.1", port: 0, fps: options.emulatorFPS, source: source, group: group)
+                let port = try await emu.start()
+                emulators.withLock { $0.append(emu) }
+                url = "emulator:sony (127.0.0.1:\(port))"
+                driver = SonyDriver(endpoint: HTTPURL(host: "127.0.0.1", port: port, target: "/sony/camera"),
+                                    group: group, cameraIndex: i, logger: logger)
+            }
+            let cam = CameraRuntime(id: spec.id, index: i, url: url, driver: driver, hub: FrameHub())
+            try outputs.attach(cam)
+            driver.start(hub: cam.hub)
+            list.append(cam)
+        }
+        runtimes.withLock { $0 = list }
+    }
+
+    /// Stops cameras, outputs (finishing recordings) and emulators.
+    public func stop() async {
+        for cam in cameras { await cam.driver.stop() }
+        outputs.stop()
+        for emu in emulators.withLock({ $0 }) { await emu.stop() }
+    }
+
+    /// Service entry: start, wait for graceful shutdown, stop.
+    public func run() async throws {
+        try await start()
+        try? await gracefulShutdown()
+        logger.info("shutting down")
+        await stop()
+    }
+
+    public func urls(for camera: CameraRuntime) -> [String: String] {
+        var u: [String: String] = [
+            "rtsp": "rtsp://\(displayHost):\(options.rtspPort)/\(camera.id)",
+            "rtspRaw": "rtsp://\(displayHost):\(options.rtspPort)/\(camera.id)/raw",
+        ]
+        if options.hls { u["hls"] = "http://\(displayHost):\(options.httpPort)/hls/\(camera.id)/index.m3u8" }
+        if let d = options.v4l2Device, camera.index == 0 { u["v4l2"] = d }
+        if let r = options.recordDirectory { u["recording"] = r }
+        return u
+    }
+
+    var displayHost: String {
+        options.listen == "0.0.0.0" || options.listen == "::" ? "127.0.0.1" : options.listen
+    }
+
+    public func metricsText() -> String {
+        var m = MetricsWriter()
+        m.help("livegate_up_seconds", "Seconds since the gateway started.", type: "gauge")
+        m.sample("livegate_up_seconds", [:], Date().timeIntervalSince(startedAt))
+        let cams = cameras
+        m.help("livegate_camera_frames_total", "Frames received from the camera.", type: "counter")
+        for c in cams { m.sample("livegate_camera_frames_total", ["camera": c.id], Double(c.driver.stats.frames)) }
+        m.help("livegate_camera_bytes_total", "JPEG bytes received from the camera.", type: "counter")
+        for c in cams { m.sample("livegate_camera_bytes_total", ["camera": c.id], Double(c.driver.stats.bytes)) }
+        m.help("livegate_camera_dropped_frames_total", "Damaged or incomplete frames dropped at ingest.", type: "counter")
+        for c in cams { m.sample("livegate_camera_dropped_frames_total", ["camera": c.id], Double(c.driver.stats.drops)) }
+        m.help("livegate_camera_reconnects_total", "Reconnects to the camera.", type: "counter")
+        for c in cams { m.sample("livegate_camera_reconnects_total", ["camera": c.id], Double(c.driver.stats.reconnects)) }
+        m.help("livegate_camera_fps", "Frames per second over the last second.", type: "gauge")
+        for c in cams { m.sample("livegate_camera_fps", ["camera": c.id], c.driver.stats.fps) }
+        m.help("livegate_camera_connected", "1 while the camera is streaming.", type: "gauge")
+        for c in cams { m.sample("livegate_camera_connected", ["camera": c.id], c.driver.state == .streaming ? 1 : 0) }
+        m.help("livegate_hub_published_total", "Frames published to the outputs.", type: "counter")
+        for c in cams { m.sample("livegate_hub_published_total", ["camera": c.id], Double(c.hub.published)) }
+        outputs.writeMetrics(into: &m, cameras: cams)
+        return m.text
+    }
+}
+
+/// Builds Prometheus text exposition.
+public struct MetricsWriter {
+    public private(set) var text = ""
+    public init() {}
+
+    public mutating func help(_ name: String, _ help: String, type: String) {
+        text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+    }
+
+    public mutating func sample(_ name: String, _ labels: [String: String], _ value: Double) {
+        var l = ""
+        if !labels.isEmpty {
+            l = "{" + labels.sorted { $0.key < $1.key }.map { k, v in
+                let esc = v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                    .replacingOccurrences(of: "\n", with: "\\n")
+                return "\(k)=\"\(esc)\""
+            }.joined(separator: ",") + "}"
+        }
+        let v = value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+        text += "\(name)\(l) \(v)\n"
+    }
+}

@@ -1,0 +1,28 @@
+/// Everything `livegate run` can be told.
+public struct GatewayOptions: Sendable {
+    public var cameras: [CameraSpec] = []
+    /// Address every server binds to (RTSP, HTTP, emulators). Loopback unless told otherwise.
+    public var listen = "127.0.0.1"
+    public var rtspPort = 8554
+    public var httpPort = 8080
+    /// Serve HLS at /hls/<camera>/index.m3u8.
+    public var hls = true
+    /// Where HLS segments are written (a temporary folder when nil).
+    public var hlsDirectory: String?
+    /// Record Matroska segments and AF sidecars here.
+    public var recordDirectory: String?
+    /// Segment length of the recorder, seconds.
+    public var segmentSeconds = 300
+    /// A v4l2loopback device for the first camera.
+    public var v4l2Device: String?
+    /// Draw AF areas on the H.264/HLS/webcam outputs.
+    public var overlay = true
+    /// Nominal frame rate for encoders (cameras send what they send).
+    public var fps = 30
+    /// Emulator settings for `emulator:` cameras.
+    public var emulatorFPS = 30.0
+    public var emulatorWidth = 768
+    public var emulatorHeight = 432
+
+    public init() {}
+}

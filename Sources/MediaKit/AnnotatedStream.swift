@@ -1,0 +1,166 @@
+public import LiveViewCore
+public import Logging
+import Synchronization
+
+/// The one decode per camera frame that every raw-video output shares (H.264 RTSP, HLS, virtual
+/// webcam): a hub consumer (`FramePacer`, latest wins) whose own thread decodes the camera's JPEG to
+/// I420 with libjpeg-turbo, draws the AF areas when the overlay is on, and hands the picture to every
+/// subscriber. Nothing is decoded while nobody subscribes.
+///
+/// Subscribers run on the stream's thread and must be quick; to keep the picture beyond the call
+/// they `retain()` it (and `release()` it later), e.g. by wrapping it in a GStreamer buffer.
+public final class AnnotatedStream: Sendable {
+    /// A subscription handle; pass it to `unsubscribe`.
+    public struct Subscription: Sendable, Hashable {
+        let id: Int
+    }
+
+    /// Name used for the thread and in logs (usually the camera id).
+    public let name: String
+    private let pacer: FramePacer
+    private let worker: FrameWorker
+    private let nextID = Atomic<Int>(1)
+    private let hub = Mutex<FrameHub?>(nil)
+    private let counters = Counters()
+    private let logger: Logger
+    private let subscribersBox: SubscribersBox
+    private let overlayFlag: OverlayFlagBox
+
+    final class Counters: Sendable {
+        let decoded = Atomic<Int>(0)
+        let errors = Atomic<Int>(0)
+        let decodeNanos = Atomic<Int>(0)
+    }
+
+    /// Creates the stream and starts its thread; it takes frames from `hub` when given (or after
+    /// `attach(to:)`).
+    public init(name: String, hub: FrameHub? = nil, overlay: Bool = true,
+                logger: Logger = Logger(label: "livegate.annotate")) throws {
+        self.name = name
+        self.logger = logger
+        let decoder = try JPEGDecoder()
+        let pool = I420PicturePool(capacity: 8)
+        let state = DecodeState(decoder: decoder, pool: pool)
+        // The worker captures the pieces it needs, not self.
+        let counters = self.counters
+        let overlayFlag = OverlayFlagBox()
+        let subscribersBox = SubscribersBox()
+        let log = logger
+        let worker = FrameWorker(name: "annotate-\(name)") { frame in
+            let handlers = subscribersBox.current()
+            guard !handlers.isEmpty else { return }
+            let start = MonotonicClock.nanos()
+            let pic = state.pool.take(width: max(frame.width, 16), height: max(frame.height, 16))
+            do {
+                try state.decoder.decode(frame.bytes, into: pic)
+            } catch {
+                pic.release()
+                if counters.errors.wrappingAdd(1, ordering: .relaxed).newValue % 100 == 1 {
+                    log.warning("JPEG decode failed", metadata: ["stream": "\(name)", "error": "\(error)"])
+                }
+                return
+            }
+            pic.copyMetadata(from: frame)
+            if overlayFlag.on.load(ordering: .relaxed), !frame.afAreas.isEmpty {
+                AFOverlay().draw(frame.afAreas, into: pic)
+            }
+            counters.decodeNanos.wrappingAdd(Int(MonotonicClock.nanos() - start), ordering: .relaxed)
+            counters.decoded.wrappingAdd(1, ordering: .relaxed)
+            for h in handlers { h.1(pic) }
+            pic.release()
+        }
+        self.worker = worker
+        pacer = FramePacer(name: "annotate-\(name)") { frame, completion in worker.deliver(frame, completion) }
+        self.subscribersBox = subscribersBox
+        self.overlayFlag = overlayFlag
+        overlayFlag.on.store(overlay, ordering: .relaxed)
+        worker.start()
+        if let hub { attach(to: hub) }
+    }
+
+
+    /// Connects to a camera's hub (at most one at a time).
+    public func attach(to hub: FrameHub) {
+        let old = self.hub.withLock { h -> FrameHub? in
+            let o = h
+            h = hub
+            return o
+        }
+        old?.detach(pacer)
+        hub.attach(pacer)
+    }
+
+    /// Disconnects from the hub.
+    public func detach() {
+        let old = hub.withLock { h -> FrameHub? in
+            let o = h
+            h = nil
+            return o
+        }
+        old?.detach(pacer)
+    }
+
+    /// Detaches and stops the decoding thread.
+    public func stop() {
+        detach()
+        worker.stop()
+    }
+
+    /// Draw the AF areas (can be switched at any time).
+    public var overlayEnabled: Bool {
+        get { overlayFlag.on.load(ordering: .relaxed) }
+        set { overlayFlag.on.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Adds a subscriber; it is called on the stream's thread with every decoded picture.
+    public func subscribe(_ handler: @escaping @Sendable (I420Picture) -> Void) -> Subscription {
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        subscribersBox.add(id, handler)
+        return Subscription(id: id)
+    }
+
+    /// Removes a subscriber.
+    public func unsubscribe(_ s: Subscription) {
+        subscribersBox.remove(s.id)
+    }
+
+    /// Counters: framesIn = frames handed over by the hub, framesOut = pictures decoded,
+    /// dropped = frames replaced while decoding, errors = decode failures.
+    public func stats(camera: String) -> OutputStats {
+        var s = OutputStats(output: "annotate", camera: camera)
+        s.framesIn = pacer.delivered
+        s.framesOut = counters.decoded.load(ordering: .relaxed)
+        s.dropped = pacer.replaced
+        s.errors = counters.errors.load(ordering: .relaxed)
+        s.clients = subscribersBox.count
+        return s
+    }
+
+    /// Mean decode (+ overlay) time per picture in milliseconds.
+    public var meanDecodeMilliseconds: Double {
+        let n = counters.decoded.load(ordering: .relaxed)
+        return n == 0 ? 0 : Double(counters.decodeNanos.load(ordering: .relaxed)) / Double(n) / 1e6
+    }
+}
+
+/// The decoder and picture pool, used only on the stream's thread.
+final class DecodeState: @unchecked Sendable {
+    let decoder: JPEGDecoder
+    let pool: I420PicturePool
+    init(decoder: JPEGDecoder, pool: I420PicturePool) {
+        self.decoder = decoder
+        self.pool = pool
+    }
+}
+
+final class OverlayFlagBox: Sendable {
+    let on = Atomic<Bool>(true)
+}
+
+final class SubscribersBox: Sendable {
+    private let list = Mutex<[(Int, @Sendable (I420Picture) -> Void)]>([])
+    func add(_ id: Int, _ h: @escaping @Sendable (I420Picture) -> Void) { list.withLock { $0.append((id, h)) } }
+    func remove(_ id: Int) { list.withLock { $0.removeAll { $0.0 == id } } }
+    func current() -> [(Int, @Sendable (I420Picture) -> Void)] { list.withLock { $0 } }
+    var count: Int { list.withLock { $0.count } }
+}

@@ -1,0 +1,192 @@
+internal import CGStreamer
+internal import CGStreamerShim
+import Dispatch
+import Foundation
+public import Logging
+import Synchronization
+
+/// Why a MediaKit output could not be started.
+public struct MediaError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong.
+    public let description: String
+    /// An error with a message.
+    public init(_ description: String) { self.description = description }
+}
+
+/// The process's GStreamer: `gst_init` once, and one GLib main loop with its own main context running
+/// on a dedicated thread. The RTSP server and the bus watches of every pipeline are attached to that
+/// context; errors and warnings from the buses are logged through swift-log.
+public final class GStreamerRuntime: Sendable {
+    struct Handles: @unchecked Sendable {
+        let context: OpaquePointer
+        let loop: OpaquePointer
+    }
+
+    let handles: Handles
+    /// The runtime's logger.
+    public let logger: Logger
+    private let stopped = Atomic<Bool>(false)
+    private let loopExited = DispatchSemaphore(value: 0)
+
+    /// Initialises GStreamer (once per process) and starts the main loop thread.
+    public init(logger: Logger = Logger(label: "livegate.gstreamer")) throws {
+        guard lg_gst_init_once() != 0 else { throw MediaError("gst_init failed") }
+        self.logger = logger
+        let ctx = lg_main_context_new()!
+        let loop = lg_main_loop_new(ctx)!
+        handles = Handles(context: ctx, loop: loop)
+        let h = handles
+        let exited = loopExited
+        let thread = Thread {
+            lg_main_loop_run(h.loop, h.context)
+            exited.signal()
+        }
+        thread.name = "gst-main-loop"
+        thread.start()
+        // Wait until the loop runs, so sources attached right after init are dispatched.
+        let started = DispatchSemaphore(value: 0)
+        let box = Unmanaged.passRetained(SignalBox(started)).toOpaque()
+        lg_main_context_invoke(h.context, { user in
+            Unmanaged<SignalBox>.fromOpaque(user!).takeRetainedValue().semaphore.signal()
+        }, box)
+        started.wait()
+    }
+
+    deinit { shutdown() }
+
+    /// Stops the main loop and waits for its thread (outputs must be stopped first).
+    public func shutdown() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        lg_main_loop_quit(handles.loop)
+        _ = loopExited.wait(timeout: .now() + 5)
+        g_main_loop_unref(handles.loop)
+        g_main_context_unref(handles.context)
+    }
+
+    /// The GStreamer version, e.g. "1.22.0".
+    public static var version: String {
+        _ = lg_gst_init_once()
+        var major: guint = 0, minor: guint = 0, micro: guint = 0, nano: guint = 0
+        gst_version(&major, &minor, &micro, &nano)
+        return "\(major).\(minor).\(micro)"
+    }
+
+    /// True when an element factory is installed (e.g. "x264enc", "hlssink2").
+    public static func hasElement(_ name: String) -> Bool {
+        _ = lg_gst_init_once()
+        guard let f = gst_element_factory_find(name) else { return false }
+        gst_object_unref(UnsafeMutableRawPointer(f))
+        return true
+    }
+
+    var context: OpaquePointer { handles.context }
+}
+
+final class SignalBox {
+    let semaphore: DispatchSemaphore
+    init(_ s: DispatchSemaphore) { semaphore = s }
+}
+
+/// A running GStreamer pipeline built from a launch string, with a bus watch on the runtime's
+/// main context that logs errors/warnings and records EOS.
+final class MediaPipeline: @unchecked Sendable {
+    let element: UnsafeMutablePointer<GstElement>
+    let name: String
+    private let logger: Logger
+    private var watch: UnsafeMutablePointer<GSource>?
+    private let watchState: WatchState
+
+    final class WatchState: @unchecked Sendable {
+        let eos = DispatchSemaphore(value: 0)
+        let errors = Atomic<Int>(0)
+        let lastError = Mutex<String?>(nil)
+        let logger: Logger
+        let name: String
+        init(logger: Logger, name: String) {
+            self.logger = logger
+            self.name = name
+        }
+    }
+
+    init(launch: String, name: String, runtime: GStreamerRuntime, logger: Logger) throws {
+        var err: UnsafeMutablePointer<CChar>?
+        guard let el = lg_parse_launch(launch, &err) else {
+            let msg = err.map { String(cString: $0) } ?? "unknown"
+            g_free(err)
+            throw MediaError("\(name): cannot build pipeline: \(msg)")
+        }
+        element = el
+        self.name = name
+        self.logger = logger
+        watchState = WatchState(logger: logger, name: name)
+        let user = Unmanaged.passRetained(watchState).toOpaque()
+        watch = lg_bus_watch_attach(el, runtime.context, { _, msg, user in
+            guard let msg, let user else { return 1 }
+            let st = Unmanaged<WatchState>.fromOpaque(user).takeUnretainedValue()
+            MediaPipeline.handle(msg, st)
+            return 1
+        }, user, { user in
+            if let user { Unmanaged<WatchState>.fromOpaque(user).release() }
+        })
+    }
+
+    static func handle(_ msg: UnsafeMutablePointer<GstMessage>, _ st: WatchState) {
+        let type = lg_message_type(msg)
+        if type == GST_MESSAGE_EOS {
+            st.eos.signal()
+        } else if type == GST_MESSAGE_ERROR || type == GST_MESSAGE_WARNING {
+            var text: UnsafeMutablePointer<CChar>?, debug: UnsafeMutablePointer<CChar>?
+            if type == GST_MESSAGE_ERROR { lg_message_parse_error(msg, &text, &debug) } else { lg_message_parse_warning(msg, &text, &debug) }
+            let src = lg_message_source_name(msg)
+            let s = text.map { String(cString: $0) } ?? "?"
+            let d = debug.map { String(cString: $0) } ?? ""
+            let from = src.map { String(cString: $0) } ?? "?"
+            g_free(text); g_free(debug); g_free(src)
+            if type == GST_MESSAGE_ERROR {
+                st.errors.wrappingAdd(1, ordering: .relaxed)
+                st.lastError.withLock { $0 = "\(from): \(s)" }
+                st.logger.error("GStreamer error", metadata: ["pipeline": "\(st.name)", "element": "\(from)", "error": "\(s)", "debug": "\(d)"])
+                st.eos.signal()  // wake anyone waiting for EOS: it will not come
+            } else {
+                st.logger.warning("GStreamer warning", metadata: ["pipeline": "\(st.name)", "element": "\(from)", "warning": "\(s)"])
+            }
+        }
+    }
+
+    /// Errors posted on the bus so far.
+    var errorCount: Int { watchState.errors.load(ordering: .relaxed) }
+    var lastError: String? { watchState.lastError.withLock { $0 } }
+
+    /// A child element by name (a new reference; unref with `lg_object_unref`).
+    func child(_ name: String) -> UnsafeMutablePointer<GstElement>? {
+        lg_bin_get_by_name(element, name)
+    }
+
+    func play() throws {
+        let rc = lg_element_set_state(element, GST_STATE_PLAYING)
+        if rc == Int32(GST_STATE_CHANGE_FAILURE.rawValue) {
+            throw MediaError("\(name): cannot start pipeline" + (lastError.map { ": \($0)" } ?? ""))
+        }
+    }
+
+    /// Sends EOS through `appsrc` and waits for it at the sinks (or an error, or the timeout).
+    @discardableResult
+    func finish(appsrc: UnsafeMutablePointer<GstElement>, timeout: Double) -> Bool {
+        _ = lg_app_src_end_of_stream(appsrc)
+        return watchState.eos.wait(timeout: .now() + timeout) == .success && errorCount == 0
+    }
+
+    /// Stops the pipeline (NULL state) and removes the bus watch. Idempotent.
+    func stop() {
+        _ = lg_element_set_state(element, GST_STATE_NULL)
+        if let w = watch {
+            lg_source_remove(w)
+            watch = nil
+        }
+    }
+
+    deinit {
+        stop()
+        lg_object_unref(element)
+    }
+}

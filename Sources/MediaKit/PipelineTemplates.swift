@@ -1,0 +1,45 @@
+import Foundation
+
+/// The GStreamer launch-string templates of every output, with `{placeholders}`. The same text lives
+/// in `pipelines/*.pipeline` at the repository root (a test keeps the two identical).
+public enum PipelineTemplates {
+    /// `pipelines/rtsp-h264.pipeline`.
+    public static let rtspH264 = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! videoconvert ! video/x-raw,format=I420,colorimetry=bt601 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={fps} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=baseline ! rtph264pay name=pay0 pt=96 config-interval=-1 )"# + "\n"
+    /// `pipelines/rtsp-raw.pipeline`.
+    public static let rtspRaw = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream caps=image/jpeg,framerate={fps}/1 ! jpegparse ! rtpjpegpay name=pay0 pt=26 )"# + "\n"
+    /// `pipelines/hls.pipeline`.
+    public static let hls = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! videoconvert ! video/x-raw,format=I420,colorimetry=bt601 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={fps} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=main ! h264parse ! hlssink2 name=sink location="{segmentPattern}" playlist-location="{playlist}" target-duration={targetDuration} playlist-length={playlistLength} max-files={maxFiles}"# + "\n"
+    /// `pipelines/v4l2.pipeline`.
+    public static let v4l2 = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=2 leaky-type=downstream ! videoscale add-borders=true ! videoconvert ! video/x-raw,format={format},width={width},height={height},pixel-aspect-ratio=1/1,framerate={fps}/1,colorimetry=bt601 ! {sink}"# + "\n"
+    /// `pipelines/v4l2-sink.pipeline`.
+    public static let v4l2Sink = #"v4l2sink device="{device}" sync=false"# + "\n"
+    /// `pipelines/recorder.pipeline`.
+    public static let recorder = #"appsrc name=src format=time is-live=false block=true max-bytes=16000000 caps=image/jpeg,width={width},height={height},framerate=0/1 ! matroskamux name=mux writing-app=livegate max-cluster-duration=1000000000 ! filesink name=sink location="{location}""# + "\n"
+
+    /// File name (in `pipelines/`) → embedded text, for the drift test and diagnostics.
+    public static let all: [String: String] = [
+        "rtsp-h264.pipeline": rtspH264,
+        "rtsp-raw.pipeline": rtspRaw,
+        "hls.pipeline": hls,
+        "v4l2.pipeline": v4l2,
+        "v4l2-sink.pipeline": v4l2Sink,
+        "recorder.pipeline": recorder,
+    ]
+
+    /// Replaces every `{name}` with its value; throws when a placeholder is left unfilled.
+    public static func render(_ template: String, _ values: [String: String]) throws -> String {
+        var s = template
+        for (k, v) in values {
+            s = s.replacingOccurrences(of: "{" + k + "}", with: v)
+        }
+        if let open = s.firstIndex(of: "{"), let close = s[open...].firstIndex(of: "}") {
+            throw MediaError("unfilled placeholder \(s[open...close]) in pipeline template")
+        }
+        return s.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Quotes a value for use inside a `"…"` property value of a launch string.
+    public static func escapeQuoted(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+    }
+}

@@ -1,0 +1,217 @@
+internal import CGStreamer
+internal import CGStreamerShim
+import Dispatch
+import Foundation
+import LiveViewCore
+public import Logging
+import Synchronization
+
+/// Virtual webcam output: a v4l2loopback device (`v4l2sink device=/dev/videoN`) that always streams
+/// one fixed size and format (default 1280×720 YUY2 at 30 fps), whatever the camera does. The
+/// camera's annotated pictures are scaled and letterboxed into that size; a ticker thread pushes a
+/// frame every 1/fps, repeating the newest picture, and switches to a grey "camera offline" slate when
+/// no picture has arrived for `offlineAfter`, so the device stays open and consumers never see a
+/// renegotiation. See `deploy/v4l2loopback.conf` for the module options (`exclusive_caps=1`).
+public final class VirtualWebcamOutput: Sendable {
+    /// Device settings.
+    public struct Configuration: Sendable {
+        /// The v4l2loopback device.
+        public var device: String = "/dev/video10"
+        /// The fixed output size and rate.
+        public var width: Int = 1280
+        public var height: Int = 720
+        public var fps: Int = 30
+        /// GStreamer raw format name (YUY2 works with Chrome, Zoom, Teams; I420 is an option).
+        public var format: String = "YUY2"
+        /// How long the last picture is repeated before the offline slate is shown.
+        public var offlineAfter: Duration = .seconds(2)
+        /// A replacement for the sink (launch syntax), e.g. `fakesink` or `filesink location=…` where no
+        /// v4l2loopback device exists; nil uses `pipelines/v4l2-sink.pipeline` with `device`.
+        public var sink: String?
+
+        /// Defaults for a device.
+        public init(device: String = "/dev/video10") {
+            self.device = device
+        }
+    }
+
+    /// The settings in use.
+    public let configuration: Configuration
+    private let pipeline: MediaPipeline
+    private let source: AppSource
+    private let state = Mutex(State())
+    private let slate: I420Picture
+    private let counters = Counters()
+    private let logger: Logger
+    private let tickerDone = DispatchSemaphore(value: 0)
+
+    struct State: @unchecked Sendable {
+        var latest: I420Picture?
+        var latestAt: UInt64 = 0
+        var stream: AnnotatedStream?
+        var subscription: AnnotatedStream.Subscription?
+        var running = false
+        var stopping = false
+    }
+
+    final class Counters: Sendable {
+        let pictures = Atomic<Int>(0)
+        let pushed = Atomic<Int>(0)
+        let slates = Atomic<Int>(0)
+        let late = Atomic<Int>(0)
+    }
+
+    /// Builds the pipeline (not started).
+    public init(runtime: GStreamerRuntime, configuration: Configuration, logger: Logger = Logger(label: "livegate.v4l2")) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let sink = try configuration.sink ?? PipelineTemplates.render(PipelineTemplates.v4l2Sink,
+                                                                     ["device": PipelineTemplates.escapeQuoted(configuration.device)])
+        let launch = try PipelineTemplates.render(PipelineTemplates.v4l2, [
+            "format": configuration.format, "width": "\(configuration.width)", "height": "\(configuration.height)",
+            "fps": "\(max(1, configuration.fps))", "sink": sink,
+        ])
+        pipeline = try MediaPipeline(launch: launch, name: "v4l2", runtime: runtime, logger: logger)
+        guard let src = pipeline.child("src") else { throw MediaError("v4l2 pipeline has no appsrc 'src'") }
+        source = AppSource(element: src)
+        slate = I420Picture(width: configuration.width, height: configuration.height)
+        Self.paintSlate(slate)
+    }
+
+    deinit { stop() }
+
+    /// Starts streaming (the slate until a camera is shown). Throws when the device cannot be opened.
+    public func start() throws {
+        let go = state.withLock { s -> Bool in
+            guard !s.running else { return false }
+            s.running = true
+            return true
+        }
+        guard go else { return }
+        do {
+            try pipeline.play()
+        } catch {
+            state.withLock { $0.running = false }
+            throw MediaError("virtual webcam \(configuration.device): \(error) (is v4l2loopback loaded? see deploy/v4l2loopback.conf)")
+        }
+        let t = Thread { [self] in tick() }
+        t.name = "v4l2-ticker"
+        t.start()
+        logger.info("virtual webcam streaming", metadata: ["device": "\(configuration.device)",
+                    "size": "\(configuration.width)x\(configuration.height)", "format": "\(configuration.format)"])
+    }
+
+    /// Shows a camera's annotated stream (nil: the slate only). Switching keeps the device streaming.
+    public func show(_ stream: AnnotatedStream?) {
+        let old = state.withLock { s -> (AnnotatedStream?, AnnotatedStream.Subscription?) in
+            let o = (s.stream, s.subscription)
+            s.stream = nil
+            s.subscription = nil
+            return o
+        }
+        if let st = old.0, let sub = old.1 { st.unsubscribe(sub) }
+        guard let stream else { return }
+        let box = StateRef(self)
+        let sub = stream.subscribe { pic in box.target?.received(pic) }
+        state.withLock { s in
+            s.stream = stream
+            s.subscription = sub
+        }
+    }
+
+    private func received(_ pic: I420Picture) {
+        counters.pictures.wrappingAdd(1, ordering: .relaxed)
+        pic.retain()
+        let old = state.withLock { s -> I420Picture? in
+            let o = s.latest
+            s.latest = pic
+            s.latestAt = MonotonicClock.nanos()
+            return o
+        }
+        old?.release()
+    }
+
+    /// Stops the ticker and the pipeline. Idempotent.
+    public func stop() {
+        show(nil)
+        let wasRunning = state.withLock { s -> Bool in
+            let r = s.running && !s.stopping
+            s.stopping = true
+            return r
+        }
+        if wasRunning { _ = tickerDone.wait(timeout: .now() + 3) }
+        pipeline.stop()
+        state.withLock { s in
+            s.latest?.release()
+            s.latest = nil
+        }
+    }
+
+    /// True while the slate is being sent (no recent picture).
+    public var isShowingSlate: Bool {
+        let (at, has) = state.withLock { ($0.latestAt, $0.latest != nil) }
+        return !has || MonotonicClock.nanos() - at > offlineNanos
+    }
+
+    private var offlineNanos: UInt64 {
+        let c = configuration.offlineAfter.components
+        return UInt64(max(0, c.seconds)) * 1_000_000_000 + UInt64(max(0, c.attoseconds) / 1_000_000_000)
+    }
+
+    private func tick() {
+        let interval = 1_000_000_000 / UInt64(max(1, configuration.fps))
+        var next = MonotonicClock.nanos()
+        while !state.withLock({ $0.stopping }) {
+            let now = MonotonicClock.nanos()
+            let pic = state.withLock { s -> I420Picture? in
+                guard let p = s.latest, now - s.latestAt <= offlineNanos else { return nil }
+                p.retain()
+                return p
+            }
+            let frame = pic ?? slate
+            if pic == nil { counters.slates.wrappingAdd(1, ordering: .relaxed) }
+            source.ensureRawCaps(width: frame.width, height: frame.height, fps: configuration.fps)
+            if let pts = source.runningTime(arrivalNanos: now),
+               source.push(picture: frame, pts: pts, duration: interval) {
+                counters.pushed.wrappingAdd(1, ordering: .relaxed)
+            }
+            pic?.release()
+            next += interval
+            let after = MonotonicClock.nanos()
+            if next > after {
+                usleep(UInt32((next - after) / 1000))
+            } else if after - next > 4 * interval {
+                counters.late.wrappingAdd(1, ordering: .relaxed)
+                next = after  // fell far behind: do not burst
+            }
+        }
+        tickerDone.signal()
+    }
+
+    /// framesIn = pictures received, framesOut = frames pushed to the device, dropped = ticks that
+    /// fell far behind, errors = GStreamer errors; `slateFrames` counts offline frames.
+    public func stats(camera: String = "") -> OutputStats {
+        var s = OutputStats(output: "v4l2", camera: camera)
+        s.framesIn = counters.pictures.load(ordering: .relaxed)
+        s.framesOut = counters.pushed.load(ordering: .relaxed)
+        s.dropped = counters.late.load(ordering: .relaxed)
+        s.errors = pipeline.errorCount
+        return s
+    }
+
+    /// Frames of the offline slate sent so far.
+    public var slateFrames: Int { counters.slates.load(ordering: .relaxed) }
+
+    /// A mid-grey card with a darker band (BT.601 full range; converted like camera pictures).
+    static func paintSlate(_ p: I420Picture) {
+        p.fill(y: 110, u: 128, v: 128)
+        let band = p.height / 6
+        AFOverlay().fillRect(x: 0, y: (p.height - band) / 2, w: p.width, h: band, color: YUVColor(y: 60, u: 128, v: 128), p)
+    }
+}
+
+/// A weak reference to the output for the subscription closure (no retain cycle).
+final class StateRef: @unchecked Sendable {
+    weak var target: VirtualWebcamOutput?
+    init(_ t: VirtualWebcamOutput) { target = t }
+}

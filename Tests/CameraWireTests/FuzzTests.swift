@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+import LiveViewCore
+@testable import CameraWire
+
+/// Hostile input: deterministic mutation loops (seeded PRNG) over generated streams and the copied
+/// fixtures. Iterations per format: `LIVEGATE_FUZZ_ITERATIONS` (default 6 000, small inputs so a
+/// debug build stays fast; run ≥ 10⁶ in release with `swift test -c release`).
+@Suite struct FuzzTests {
+    static let iterations: Int = {
+        if let s = ProcessInfo.processInfo.environment["LIVEGATE_FUZZ_ITERATIONS"], let n = Int(s), n >= 0 { return n }
+        return 6_000
+    }()
+
+    static func mutate(_ input: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
+        var b = input
+        for _ in 0..<Int.random(in: 1...4, using: &rng) {
+            if b.isEmpty { b = [0xFF]; continue }
+            let i = Int.random(in: 0..<b.count, using: &rng)
+            switch Int.random(in: 0..<8, using: &rng) {
+            case 0: b[i] ^= 1 << UInt8.random(in: 0...7, using: &rng)
+            case 1: b[i] = [0x00, 0xFF, 0xD8, 0xD9, 0xDA, 0x7F, 0x80, 0x0D, 0x0A].randomElement(using: &rng)!
+            case 2: b.insert(contentsOf: (0..<Int.random(in: 1...8, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }, at: i)
+            case 3: b.removeSubrange(i..<min(b.count, i + Int.random(in: 1...16, using: &rng)))
+            case 4, 5:
+                // Length-field corruption: a u32/u16 in either byte order at a random or header offset.
+                let at = Bool.random(using: &rng) ? i : min(b.count - 1, 4 * Int.random(in: 0...8, using: &rng))
+                let v: UInt32 = [0, 1, 7, 8, 0xFFFF, 0x7FFF_FFFF, 0xFFFF_FFFF, UInt32(b.count), UInt32(b.count) + 1,
+                                 UInt32.random(in: 0...UInt32.max, using: &rng)].randomElement(using: &rng)!
+                let le = Bool.random(using: &rng)
+                for k in 0..<(Bool.random(using: &rng) ? 4 : 2) where at + k < b.count {
+                    b[at + k] = UInt8(truncatingIfNeeded: le ? v >> (8 * UInt32(k)) : v >> (24 - 8 * UInt32(k)))
+                }
+            case 6: b.removeLast(Int.random(in: 0...min(b.count, 64), using: &rng))
+            default:
+                let n = min(Int.random(in: 1...64, using: &rng), b.count - i)
+                b.insert(contentsOf: b[i..<(i + n)], at: Int.random(in: 0...b.count, using: &rng))
+            }
+        }
+        return b
+    }
+
+    static func checkFrame(_ f: WireFrame) -> Bool {
+        guard f.jpeg.count >= 4, f.jpeg.first == 0xFF, f.jpeg[f.jpeg.startIndex + 1] == 0xD8,
+              f.jpeg[f.jpeg.endIndex - 2] == 0xFF, f.jpeg.last == 0xD9, f.jpeg.count == f.info.length,
+              let again = try? JPEGScanner.scan(f.jpeg), again == f.info else { return false }
+        return true
+    }
+
+    @Test(arguments: Gen.streamFormats)
+    func streamFormats(format: WireFormat) {
+        var rng = SplitMix64(seed: 0xF022 &+ UInt64(format.rawValue.count) &* 31)
+        let limits = WireLimits(maxContainer: 64 << 10)
+        var seeds: [[UInt8]] = (0..<16).map { _ in Gen.stream(format, &rng, small: true).input }
+        switch format {
+        case .nikonLV: seeds.append(Fixtures.bytes("nikon_zr_getliveviewimageex_sweep-00.bin"))
+        case .fujiLV: seeds.append(Fixtures.bytes("fuji_lv_port55742_frame_vcam.bin"))
+        case .sonyPTP: seeds.append(Array(Fixtures.bytes("rocc-liveview-a9ii-multipleimages.bin").prefix(24300)))
+        default: break
+        }
+        var bad = 0, frames = 0
+        for it in 0..<Self.iterations {
+            // Real fixtures are large: use them for 1 in 50 iterations.
+            let seed = it % 50 == 0 && seeds.count > 16 ? seeds[16] : seeds[it % 16]
+            let input = Self.mutate(seed, &rng)
+            var p = AnyStreamParser(format, limits: limits)
+            var got: [FrameRecord] = []
+            var maxBuffered = 0
+            var start = 0
+            let cuts = (0..<Int.random(in: 0...3, using: &rng)).map { _ in Int.random(in: 0...input.count, using: &rng) }.sorted()
+            for c in cuts + [input.count] {
+                p.feed(input[start..<c]) { ev in
+                    if case .frame(let f) = ev {
+                        if !Self.checkFrame(f) { bad += 1 }
+                        got.append(FrameRecord(f))
+                    }
+                }
+                maxBuffered = max(maxBuffered, p.buffered)
+                start = c
+            }
+            p.finish { if case .frame = $0 { bad += 1 } }
+            if maxBuffered > limits.maxContainer + 64 { bad += 1 }
+            // Same frames however the hostile input is split.
+            if !cuts.isEmpty && AnyStreamParser.run(format, input, limits: limits).frames != got { bad += 1 }
+            frames += got.count
+            if bad > 0 { Issue.record("\(format) iteration \(it): invariant broken"); break }
+        }
+        #expect(bad == 0)
+        print("fuzz \(format.rawValue): \(Self.iterations) mutated inputs, \(frames) frames, no invariant broken")
+        if Self.iterations >= 1000 { #expect(frames > 0) }
+    }
+
+    static func pcap(_ format: WireFormat, _ rng: inout SplitMix64) -> [UInt8] {
+        var w = PcapWriter()
+        var t: Int64 = 1_700_000_000_000_000_000
+        var number = UInt16.random(in: 0...UInt16.max, using: &rng)
+        for _ in 0..<3 {
+            let j = Gen.jpeg(&rng, small: true)
+            if format == .banditUDP {
+                let dg = BanditDatagram.frame(jpeg: j, firstPacketNumber: number, ptsSeconds: 0.25, chunk: 200)
+                number &+= UInt16(dg.count)
+                for d in dg {
+                    w.appendUDP(d, source: 1, sourcePort: 1, destination: 2, destinationPort: 4001, timestampNs: t)
+                    t += 1000
+                }
+            } else {
+                var d: [UInt8] = []
+                let b = PanasonicDatagram.Box(x1: 100, y1: 100, x2: 200, y2: 300, type: 2)
+                PanasonicDatagram.append(jpeg: j, seq: 5, boxes: [b, b], to: &d)
+                w.appendUDP(d, source: 1, sourcePort: 1, destination: 2, destinationPort: 49152, timestampNs: t)
+            }
+        }
+        return w.bytes
+    }
+
+    @Test(arguments: [WireFormat.banditUDP, .panasonicUDP])
+    func datagramFormats(format: WireFormat) {
+        var rng = SplitMix64(seed: 0xDA7A &+ UInt64(format.rawValue.count))
+        let seeds = (0..<8).map { _ in Self.pcap(format, &rng) }
+        var bad = 0, lines = 0
+        for it in 0..<Self.iterations {
+            var input = Self.mutate(seeds[it % 8], &rng)
+            if it % 3 == 0 { input.replaceSubrange(0..<min(24, input.count), with: seeds[0][0..<24]) }  // keep the magic
+            Inspector.run(format: format, input: input, emit: { line in
+                lines += 1
+                if !line.hasPrefix("{\"index\": ") { bad += 1 }
+            }, diagnostic: { _ in })
+            if bad > 0 { Issue.record("\(format) iteration \(it)"); break }
+        }
+        #expect(bad == 0)
+        if Self.iterations >= 1000 { #expect(lines > 0) }
+        // Direct datagram-level mutation with frame checks.
+        var r = BanditViewfinderReassembler()
+        var p = PanasonicLiveViewParser()
+        for _ in 0..<(Self.iterations / 4) {
+            let j = Gen.jpeg(&rng, small: true)
+            if format == .banditUDP {
+                for d in BanditDatagram.frame(jpeg: j, firstPacketNumber: 9, ptsSeconds: 1, chunk: 64) {
+                    r.ingest(Self.mutate(d, &rng)[...]) { if case .frame(let f) = $0, !Self.checkFrame(f) { bad += 1 } }
+                }
+            } else {
+                var d: [UInt8] = []
+                PanasonicDatagram.append(jpeg: j, seq: 1, boxes: [.init(x1: 1, y1: 2, x2: 3, y2: 4, type: 1)], to: &d)
+                p.ingest(Self.mutate(d, &rng)[...], offset: nil) { if case .frame(let f) = $0, !Self.checkFrame(f) { bad += 1 } }
+            }
+        }
+        #expect(bad == 0)
+    }
+}

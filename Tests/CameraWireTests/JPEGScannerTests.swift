@@ -1,0 +1,142 @@
+import Testing
+@testable import CameraWire
+
+@Suite struct JPEGScannerTests {
+    @Test func fujiFixtureJPEG() throws {
+        let f = Fixtures.bytes("fuji_lv_port55742_frame_vcam.bin")
+        let info = try JPEGScanner.scan(f[18...])
+        #expect(info.length == 9353)
+        #expect(info.width == 640 && info.height == 480)
+        #expect(info.isBaseline)
+        #expect(SHA256.hex(f[18..<(18 + info.length)]) == "dac7d377ceaea18c02b17afbec660f05b14c4e26c09a38afbe49e598d8da224b")
+    }
+
+    @Test func sonyJPEGHeaderFacts() throws {
+        let f = Fixtures.bytes("rocc-liveview-rx100m7-singleimage.bin")
+        let info = try JPEGScanner.scan(f[136..<(136 + 38784)])
+        #expect(info.length == 38769)
+        #expect(info.width == 640 && info.height == 424)
+        #expect(info.sofMarker == 0xC0)
+        #expect(info.components == 3)
+        #expect(info.subsampling == .yuv422)
+        // The 15 bytes of padding after the EOI are not part of the JPEG.
+        #expect(f[136 + 38767] == 0xFF && f[136 + 38768] == 0xD9)
+    }
+
+    @Test func standardTablesRecognised() throws {
+        // Synthetic JPEG carries exactly the Annex K tables.
+        var rng = SplitMix64(seed: 1)
+        let j = SyntheticJPEG.make(width: 320, height: 240, entropyBytes: 500, rng: &rng, subsampling: .yuv420)
+        let info = try JPEGScanner.scan(j)
+        #expect(info.usesStandardHuffmanTables)
+        #expect(info.subsampling == .yuv420)
+        #expect(info.isRTPJPEGCompatible)
+        // Change one AC luminance value: no longer standard.
+        var k = j
+        let dht = k.firstIndex(of: 0xC4)! + 3 // FF C4 len(2) → first table class/id byte
+        k[dht + 17] ^= 0x01 // first DC luminance value 0 → 1
+        #expect(try JPEGScanner.scan(k).usesStandardHuffmanTables == false)
+        // No DHT at all counts as default (standard) tables.
+        var noDHT: [UInt8] = [0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x11, 0x08, 0x00, 0x10, 0x00, 0x10, 0x03,
+                              0x01, 0x21, 0x00, 0x02, 0x11, 0x00, 0x03, 0x11, 0x00]
+        noDHT += [0xFF, 0xDA, 0x00, 0x0C, 0x03, 0x01, 0x00, 0x02, 0x11, 0x03, 0x11, 0x00, 0x3F, 0x00, 0x12, 0xFF, 0xD9]
+        let n = try JPEGScanner.scan(noDHT)
+        #expect(n.usesStandardHuffmanTables && n.subsampling == .yuv422 && n.length == noDHT.count)
+    }
+
+    @Test func cameraJPEGsUseStandardTables() throws {
+        // Real camera encoders write the Annex K tables: proves our copy of them is right.
+        let sony = Fixtures.bytes("rocc-liveview-a9ii-multipleimages.bin")
+        let fuji = Fixtures.bytes("fuji_lv_port55742_frame_vcam.bin")
+        let nikon = Fixtures.bytes("nikon_zr_getliveviewimageex_sweep-00.bin")
+        for (bytes, at, type) in [(sony, 150, UInt8(0)), (fuji, 18, 0), (nikon, 1024, 1)] {
+            let info = try JPEGScanner.scan(bytes[at...])
+            #expect(info.usesStandardHuffmanTables)
+            #expect(info.rtpJPEGType == type)
+            #expect(info.isRTPJPEGCompatible)
+        }
+    }
+
+    @Test func ffmpegCaptureHasOptimisedTablesAnd1x2Chroma() throws {
+        // The kit's ffmpeg JPEGs: Y 2×2 with Cb/Cr 1×2 (4:2:2 by ratio) and optimised Huffman tables,
+        // so RFC 2435 cannot carry them as they are.
+        guard Fixtures.sharedAvailable, let f = Fixtures.shared("conformance/captures/sony-remote-wrap.bin") else { return }
+        let info = try JPEGScanner.scan(f[136...])
+        #expect(info.length == 18569)
+        #expect(info.subsampling == .yuv422)
+        #expect(info.samplingFactors.y == 0x22 && info.samplingFactors.cb == 0x12)
+        #expect(!info.usesStandardHuffmanTables)
+        #expect(info.rtpJPEGType == nil && !info.isRTPJPEGCompatible)
+    }
+
+    @Test func stuffingRestartsFillBytesAndFakeMarkers() throws {
+        var rng = SplitMix64(seed: 7)
+        for fill in [0, 1, 5] {
+            let j = SyntheticJPEG.make(width: 64, height: 48, entropyBytes: 4000, rng: &rng, restartEvery: 4,
+                                       fillBeforeEOI: fill)
+            var padded = j
+            padded += [0x00, 0xFF, 0xD9, 0xFF, 0xD9]   // junk after the EOI
+            let info = try JPEGScanner.scan(padded)
+            #expect(info.length == j.count)
+            #expect(info.restartInterval == 4)
+            #expect(info.width == 64 && info.height == 48)
+        }
+    }
+
+    @Test func typedErrors() {
+        var rng = SplitMix64(seed: 3)
+        let j = SyntheticJPEG.make(width: 8, height: 8, entropyBytes: 100, rng: &rng)
+        #expect(throws: JPEGError.noSOI) { try JPEGScanner.scan([0x00, 0xD8, 0xFF, 0xD9]) }
+        for cut in [2, 10, j.count / 2, j.count - 1] {
+            #expect(throws: JPEGError.self) { try JPEGScanner.scan(j[0..<cut]) }
+            do { _ = try JPEGScanner.scan(j[0..<cut]); Issue.record("no error at \(cut)") } catch {
+                if case .truncated = error {} else { Issue.record("cut \(cut): \(error)") }
+            }
+        }
+        // EOI straight after SOI: no SOF.
+        #expect(throws: JPEGError.noSOF) { try JPEGScanner.scan([0xFF, 0xD8, 0xFF, 0xD9]) }
+        // A non-FF byte where a marker must be.
+        #expect(throws: JPEGError.badMarker(offset: 2, marker: 0x12)) { try JPEGScanner.scan([0xFF, 0xD8, 0x12, 0x34]) }
+        // Segment length 1.
+        #expect(throws: JPEGError.badSegmentLength(offset: 4)) {
+            try JPEGScanner.scan([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x01, 0x00])
+        }
+    }
+
+    @Test func truncationAtEveryOffsetNeverTraps() {
+        let f = Fixtures.bytes("fuji_lv_port55742_frame_vcam.bin")
+        let jpeg = f[18...]
+        for cut in 0..<jpeg.count {
+            #expect((try? JPEGScanner.scan(jpeg.prefix(cut))) == nil)
+        }
+    }
+}
+
+@Suite struct SHA256Tests {
+    @Test(arguments: [
+        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+        ("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"),
+    ])
+    func vectors(input: String, digest: String) {
+        #expect(SHA256.hex(Array(input.utf8)) == digest)
+    }
+
+    @Test func millionA() {
+        #expect(SHA256.hex(repeatElement(UInt8(ascii: "a"), count: 1_000_000))
+            == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    @Test func incrementalEqualsOneShot() {
+        var rng = SplitMix64(seed: 9)
+        let data = (0..<1000).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        for split in [0, 1, 55, 56, 63, 64, 65, 999] {
+            var s = SHA256()
+            s.update(data[0..<split]); s.update(data[split...])
+            #expect(s.finalize() == SHA256.hash(data))
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import CameraEmulators
+import CameraKit
+import Foundation
+import Gateway
+import Hummingbird
+import HummingbirdTesting
+import LiveViewCore
+import Logging
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A control model around one real Sony driver talking to the real emulator over loopback.
+final class TestModel: ControlModel, @unchecked Sendable {
+    let cameras: [CameraRuntime]
+    let emulator: SonyEmulator
+    let hlsRoot: String?
+
+    init(hlsRoot: String? = nil) async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        emulator = SonyEmulator(port: 0, fps: 30, source: try TestPatternSource(width: 320, height: 240), group: group)
+        let port = try await emulator.start()
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let driver = SonyDriver(endpoint: HTTPURL(host: "127.0.0.1", port: port, target: "/sony/camera"), group: group, logger: logger)
+        let cam = CameraRuntime(id: "cam0", index: 0, url: "sony://127.0.0.1:\(port)", driver: driver, hub: FrameHub())
+        driver.start(hub: cam.hub)
+        cameras = [cam]
+        self.hlsRoot = hlsRoot
+    }
+
+    func metricsText() -> String {
+        var m = MetricsWriter()
+        m.help("livegate_camera_frames_total", "Frames.", type: "counter")
+        m.sample("livegate_camera_frames_total", ["camera": "cam0"], Double(cameras[0].driver.stats.frames))
+        return m.text
+    }
+
+    func urls(for camera: CameraRuntime) -> [String: String] { ["rtsp": "rtsp://127.0.0.1:8554/\(camera.id)"] }
+
+    /// Property setters the camera received (the session's own setLiveviewFrameInfo is not one).
+    var propertySets: [String] {
+        emulator.calls.map(\.method).filter { $0.hasPrefix("set") && $0 != "setLiveviewFrameInfo" }
+    }
+
+    func waitForFrames() async {
+        for _ in 0..<200 where cameras[0].hub.published < 3 { try? await Task.sleep(for: .milliseconds(20)) }
+    }
+
+    func shutdown() async {
+        await cameras[0].driver.stop()
+        await emulator.stop()
+    }
+}
+
+func jsonBody(_ response: TestResponse) -> Any? {
+    try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))
+}
+
+@Suite(.serialized) struct ControlAPITests {
+    @Test func listsCamerasWithState() async throws {
+        let model = try await TestModel()
+        await model.waitForFrames()
+        let app = Application(router: ControlAPI.buildRouter(model: model))
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/api/v1/cameras", method: .get) { r in
+                #expect(r.status == .ok)
+                let list = jsonBody(r) as? [[String: Any]]
+                #expect(list?.count == 1)
+                #expect(list?.first?["id"] as? String == "cam0")
+                #expect(list?.first?["vendor"] as? String == "sony")
+                #expect((list?.first?["frames"] as? Int ?? 0) > 0)
+                #expect(list?.first?["width"] as? Int == 320)
+            }
+            try await client.execute(uri: "/api/v1/cameras/cam0", method: .get) { r in
+                #expect(r.status == .ok)
+                let o = jsonBody(r) as? [String: Any]
+                #expect(o?["state"] as? String == "streaming")
+                #expect(o?["drops"] as? Int == 0)
+            }
+            try await client.execute(uri: "/api/v1/cameras/nope", method: .get) { r in
+                #expect(r.status == .notFound)
+                #expect((jsonBody(r) as? [String: Any])?["error"] as? String != nil)
+            }
+        }
+        await model.shutdown()
+    }
+
+    @Test func propertiesAndSetting() async throws {
+        let model = try await TestModel()
+        let app = Application(router: ControlAPI.buildRouter(model: model))
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties", method: .get) { r in
+                #expect(r.status == .ok)
+                let list = jsonBody(r) as? [[String: Any]] ?? []
+                #expect(Set(list.compactMap { $0["name"] as? String }) == Set(PropertyName.allCases.map(\.rawValue)))
+                let wb = list.first { $0["name"] as? String == "whiteBalance" }
+                #expect(wb?["value"] as? String == "auto")
+                #expect((wb?["choices"] as? [String])?.contains("tungsten") == true)
+                #expect(wb?["writable"] as? Bool == true)
+            }
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/whiteBalance", method: .put,
+                                     body: ByteBuffer(string: #"{"value": "tungsten"}"#)) { r in
+                #expect(r.status == .ok)
+            }
+            #expect(model.emulator.calls.filter { $0.method == "setWhiteBalance" }.map(\.params) == [#"["Incandescent",false,-1]"#])
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put,
+                                     body: ByteBuffer(string: #"{"value": 400}"#)) { r in
+                #expect(r.status == .ok)
+            }
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .get) { r in
+                #expect((jsonBody(r) as? [String: Any])?["value"] as? Int == 400)
+            }
+            // A value the camera does not offer: 400 listing the valid ones, nothing sent.
+            let setsBefore = model.propertySets.count
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put,
+                                     body: ByteBuffer(string: #"{"value": 123}"#)) { r in
+                #expect(r.status == .badRequest)
+                let o = jsonBody(r) as? [String: Any]
+                #expect((o?["valid"] as? [String])?.contains("400") == true)
+                #expect((o?["error"] as? String)?.contains("123") == true)
+            }
+            #expect(model.propertySets.count == setsBefore)
+        }
+        await model.shutdown()
+    }
+
+    @Test func hostileRequestsGetClearErrors() async throws {
+        let model = try await TestModel()
+        let app = Application(router: ControlAPI.buildRouter(model: model))
+        try await app.test(.router) { client in
+            for body in ["not json", "[1,2]", "{}", #"{"value": true}"#, #"{"value": {"a": 1}}"#, #"{"value": ""}"#] {
+                try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put, body: ByteBuffer(string: body)) { r in
+                    #expect(r.status == .badRequest, "body \(body)")
+                }
+            }
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put,
+                                     body: ByteBuffer(repeating: 0x20, count: 100_000)) { r in
+                #expect(r.status == .contentTooLarge)
+            }
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/colour", method: .put,
+                                     body: ByteBuffer(string: #"{"value": 1}"#)) { r in
+                #expect(r.status == .notFound)
+            }
+            try await client.execute(uri: "/api/v1/cameras/cam0/focus", method: .post, body: ByteBuffer(string: #"{"x": "a"}"#)) { r in
+                #expect(r.status == .badRequest)
+            }
+            try await client.execute(uri: "/hls/cam0/..%2F..%2Fetc%2Fpasswd", method: .get) { r in
+                #expect(r.status == .notFound)
+            }
+            try await client.execute(uri: "/hls/cam0/index.m3u8", method: .get) { r in
+                #expect(r.status == .notFound)
+            }
+        }
+        #expect(model.propertySets.isEmpty)
+        await model.shutdown()
+    }
+
+    @Test func cameraErrorIs502WithTheCode() async throws {
+        let model = try await TestModel()
+        let app = Application(router: ControlAPI.buildRouter(model: model))
+        // The emulator accepts only 2500…9900 K in steps of 100: 5550K passes our vocabulary check but
+        // the camera refuses it with Illegal Argument (3).
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/whiteBalance", method: .put,
+                                     body: ByteBuffer(string: #"{"value": "5550K"}"#)) { r in
+                #expect(r.status == .badGateway)
+                #expect((jsonBody(r) as? [String: Any])?["cameraCode"] as? Int == 3)
+            }
+        }
+        await model.shutdown()
+    }
+
+    @Test func touchFocusTranslatesPixelsToTheCameraSpace() async throws {
+        let model = try await TestModel()
+        await model.waitForFrames()
+        let app = Application(router: ControlAPI.buildRouter(model: model))
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/api/v1/cameras/cam0/focus", method: .post, body: ByteBuffer(string: #"{"x": 80, "y": 180}"#)) { r in
+                #expect(r.status == .ok)
+            }
+            try await client.execute(uri: "/api/v1/cameras/cam0/focus", method: .post, body: ByteBuffer(string: #"{"x": 9999, "y": 1}"#)) { r in
+                #expect(r.status == .badRequest)
+            }
+        }
+        #expect(model.emulator.calls.filter { $0.method == "setTouchAFPosition" }.map(\.params) == ["[25,75]"])
+        await model.shutdown()
+    }
+
+    @Test func metricsAndHLSFiles() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("livegate-hls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("cam0"), withIntermediateDirectories: true)
+        try Data("#EXTM3U\n".utf8).write(to: dir.appendingPathComponent("cam0/index.m3u8"))
+        let model = try await TestModel(hlsRoot: dir.path)
+        let app = Application(router: ControlAPI.buildRouter(model: model))
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/metrics", method: .get) { r in
+                #expect(r.status == .ok)
+                #expect(String(buffer: r.body).contains("livegate_camera_frames_total{camera=\"cam0\"}"))
+            }
+            try await client.execute(uri: "/hls/cam0/index.m3u8", method: .get) { r in
+                #expect(r.status == .ok)
+                #expect(r.headers[.cacheControl] == "no-cache")
+                #expect(String(buffer: r.body) == "#EXTM3U\n")
+            }
+        }
+        await model.shutdown()
+        try? FileManager.default.removeItem(at: dir)
+    }
+}

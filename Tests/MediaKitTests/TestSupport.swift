@@ -1,0 +1,165 @@
+import Foundation
+import LiveViewCore
+import MediaKit
+import Synchronization
+import Testing
+
+/// One GStreamer runtime for the whole test process (one main loop, like the gateway).
+let testRuntime: GStreamerRuntime = {
+    do { return try GStreamerRuntime() } catch { fatalError("GStreamer: \(error)") }
+}()
+
+/// The result of running an external tool.
+struct ToolResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var timedOut: Bool
+    var seconds: Double = 0
+}
+
+/// Runs an external program with a hard timeout (SIGTERM, then SIGKILL); never hangs.
+func runTool(_ path: String, _ args: [String], timeout: Double = 30, environment: [String: String]? = nil) throws -> ToolResult {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    if let environment { p.environment = environment }
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    p.standardInput = FileHandle.nullDevice
+    let outData = Mutex(Data()), errData = Mutex(Data())
+    out.fileHandleForReading.readabilityHandler = { h in let d = h.availableData; outData.withLock { $0.append(d) } }
+    err.fileHandleForReading.readabilityHandler = { h in let d = h.availableData; errData.withLock { $0.append(d) } }
+    let started = Date()
+    try p.run()
+    let deadline = Date().addingTimeInterval(timeout)
+    var timedOut = false
+    while p.isRunning {
+        if Date() > deadline {
+            timedOut = true
+            p.terminate()
+            Thread.sleep(forTimeInterval: 1)
+            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+            break
+        }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    p.waitUntilExit()
+    out.fileHandleForReading.readabilityHandler = nil
+    err.fileHandleForReading.readabilityHandler = nil
+    let restOut = out.fileHandleForReading.readDataToEndOfFile()
+    let restErr = err.fileHandleForReading.readDataToEndOfFile()
+    outData.withLock { $0.append(restOut) }
+    errData.withLock { $0.append(restErr) }
+    return ToolResult(status: p.terminationStatus,
+                      stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
+                      stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self),
+                      timedOut: timedOut, seconds: Date().timeIntervalSince(started))
+}
+
+/// ffmpeg's stderr without the null muxer's complaint about frames whose timestamps fall into the
+/// same 1/fps tick (frames that arrived bunched under CPU load; the PTS is the arrival time, by
+/// design). What is left are decode/transport problems.
+func decodeProblems(_ stderr: String) -> String {
+    stderr.split(separator: "\n")
+        .filter { !$0.contains("non monotonically increasing dts to muxer") }
+        .joined(separator: "\n")
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+func toolExists(_ path: String) -> Bool { FileManager.default.isExecutableFile(atPath: path) }
+
+/// Publishes test-pattern frames into a hub at a fixed rate on its own thread.
+final class TestFeeder: @unchecked Sendable {
+    let hub: FrameHub
+    let fps: Int
+    let pattern: TestPattern
+    let pool = FramePool(capacity: 16, frameBytes: 128 * 1024)
+    private let running = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+    let published = Atomic<Int>(0)
+    /// When set, these JPEG bytes are published instead of the test pattern.
+    var fixedJPEG: [UInt8]?
+    /// Camera PTS to stamp (ns) as `start + n * frame interval`, when set.
+    var cameraPTSStart: Int64?
+    let renderNanos = Atomic<Int>(0)
+
+    init(hub: FrameHub, width: Int = 768, height: Int = 432, fps: Int = 30) throws {
+        self.hub = hub
+        self.fps = fps
+        pattern = try TestPattern(width: width, height: height)
+    }
+
+    func start() {
+        running.store(true, ordering: .relaxed)
+        let t = Thread { [self] in
+            let interval = 1_000_000_000 / UInt64(fps)
+            var next = MonotonicClock.nanos()
+            var n = 0
+            while running.load(ordering: .relaxed) {
+                publishOne(n)
+                n += 1
+                next += interval
+                let now = MonotonicClock.nanos()
+                if next > now { usleep(UInt32((next - now) / 1000)) }
+            }
+            finished.signal()
+        }
+        t.start()
+    }
+
+    func publishOne(_ n: Int) {
+        let f = pool.take()
+        let t0 = MonotonicClock.nanos()
+        var box = PixelRect(x: 8, y: 8, width: 32, height: 32)
+        if let fixed = fixedJPEG {
+            f.setJPEG(fixed)
+            if let size = JPEGInspector.size(of: f.bytes) { (f.width, f.height) = size }
+        } else {
+            box = try! pattern.render(frameNumber: n, into: f)
+        }
+        renderNanos.wrappingAdd(Int(MonotonicClock.nanos() - t0), ordering: .relaxed)
+        f.sequence = UInt64(n)
+        f.arrivalNanos = MonotonicClock.nanos()
+        if let s = cameraPTSStart {
+            f.cameraPTS = s + Int64(n) * Int64(1_000_000_000 / fps)
+            f.timeBase = .camera
+        }
+        f.afAreas = [AFArea(pixels: box, camera: CameraRect(x: 0, y: 0, width: 0, height: 0), kind: .af, state: .focused)]
+        hub.publish(f)
+        published.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    func stop() {
+        guard running.exchange(false, ordering: .relaxed) else { return }
+        finished.wait()
+    }
+}
+
+/// A fresh temporary directory.
+func makeTempDir(_ name: String) throws -> String {
+    let dir = NSTemporaryDirectory() + "livegate-\(name)-\(UUID().uuidString.prefix(8))"
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    return dir
+}
+
+/// The shared fixtures folder (../shared/fixtures next to the repository), when present.
+func sharedFixture(_ relative: String) -> String? {
+    let candidates = [
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().resolvingSymlinksInPath()
+            .appendingPathComponent("../../../shared/fixtures/\(relative)").standardized.path,
+        "/work/shared/fixtures/\(relative)",
+    ]
+    return candidates.first { FileManager.default.fileExists(atPath: $0) }
+}
+
+/// The repository root (where `pipelines/` lives).
+func repositoryRoot() -> URL {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().resolvingSymlinksInPath()
+        .deletingLastPathComponent().deletingLastPathComponent()
+}
+
+let ffmpeg = "/usr/bin/ffmpeg"
+let ffprobe = "/usr/bin/ffprobe"
+let gstLaunch = "/usr/bin/gst-launch-1.0"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages livegate needs to build, run and test. Idempotent and quiet:
+# it does nothing when everything is present. Uses sudo only when not root.
+set -euo pipefail
+
+packages=(
+    pkg-config
+    libgstreamer1.0-dev
+    libgstreamer-plugins-base1.0-dev
+    libgstreamer-plugins-bad1.0-dev
+    libgstrtspserver-1.0-dev
+    gstreamer1.0-plugins-base
+    gstreamer1.0-plugins-good
+    gstreamer1.0-plugins-bad
+    gstreamer1.0-plugins-ugly
+    gstreamer1.0-libav
+    gstreamer1.0-rtsp
+    gstreamer1.0-tools
+    libturbojpeg0-dev
+    ffmpeg
+    python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    sudo=()
+else
+    sudo=(sudo)
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq >/dev/null
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done" >&2
