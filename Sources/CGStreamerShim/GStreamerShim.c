@@ -249,6 +249,29 @@ GstElement *lg_rtsp_media_get_by_name(GstRTSPMedia *media, const char *name) {
     return found;
 }
 
+static void lg_on_play_request(GstRTSPClient *client, GstRTSPContext *ctx, gpointer user) {
+    (void)client; (void)user;
+    if (!ctx || !ctx->media) return;
+    GstElement *element = gst_rtsp_media_get_element(ctx->media);
+    if (!element) return;
+    GstElement *pay = GST_IS_BIN(element) ? gst_bin_get_by_name(GST_BIN(element), "pay0") : NULL;
+    if (pay) {
+        /* An upstream event sent to an element enters its source pad and travels upstream. */
+        gst_element_send_event(pay, gst_video_event_new_upstream_force_key_unit(GST_CLOCK_TIME_NONE, TRUE, 0));
+        gst_object_unref(pay);
+    }
+    gst_object_unref(element);
+}
+
+static void lg_on_client_connected(GstRTSPServer *server, GstRTSPClient *client, gpointer user) {
+    (void)server; (void)user;
+    g_signal_connect(client, "play-request", G_CALLBACK(lg_on_play_request), NULL);
+}
+
+void lg_rtsp_server_request_key_frames_on_play(GstRTSPServer *server) {
+    g_signal_connect(server, "client-connected", G_CALLBACK(lg_on_client_connected), NULL);
+}
+
 static GstRTSPFilterResult lg_remove_client(GstRTSPServer *server, GstRTSPClient *client, gpointer user) {
     (void)server; (void)user;
     gst_rtsp_client_close(client);

@@ -58,19 +58,6 @@ final class AppSource: @unchecked Sendable {
         }
     }
 
-    /// Sets `image/jpeg` caps with a size when it changed.
-    func ensureJPEGCaps(width: Int, height: Int, framerate: String) {
-        let changed = state.withLock { s -> Bool in
-            guard s.capsWidth != width || s.capsHeight != height else { return false }
-            s.capsWidth = width
-            s.capsHeight = height
-            return true
-        }
-        if changed {
-            _ = lg_app_src_set_caps_string(element, "image/jpeg,width=\(width),height=\(height),framerate=\(framerate)")
-        }
-    }
-
     /// Pushes the frame's JPEG bytes without copying: the buffer holds one owner of the frame and
     /// releases it in its destroy notify. Returns true when the appsrc accepted the buffer.
     @discardableResult

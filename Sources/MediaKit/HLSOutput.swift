@@ -58,7 +58,7 @@ public final class HLSOutput: Sendable {
         }
         let fps = max(1, fps)
         let launch = try PipelineTemplates.render(PipelineTemplates.hls, [
-            "fps": "\(fps)", "threads": "\(max(1, configuration.x264Threads))", "bitrate": "\(configuration.bitrateKbps)",
+            "fps": "\(fps)", "keyint": "\(fps * max(1, configuration.targetDuration))", "threads": "\(max(1, configuration.x264Threads))", "bitrate": "\(configuration.bitrateKbps)",
             "segmentPattern": PipelineTemplates.escapeQuoted(dir + "/segment%05d.ts"),
             "playlist": PipelineTemplates.escapeQuoted(dir + "/index.m3u8"),
             "targetDuration": "\(configuration.targetDuration)", "playlistLength": "\(configuration.playlistLength)",

@@ -4,11 +4,11 @@ import Foundation
 /// in `pipelines/*.pipeline` at the repository root (a test keeps the two identical).
 public enum PipelineTemplates {
     /// `pipelines/rtsp-h264.pipeline`.
-    public static let rtspH264 = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! videoconvert ! video/x-raw,format=I420,colorimetry=bt601 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={fps} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=baseline ! rtph264pay name=pay0 pt=96 config-interval=-1 )"# + "\n"
+    public static let rtspH264 = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! videoconvert ! video/x-raw,format=I420,colorimetry=bt601 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={keyint} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=baseline ! rtph264pay name=pay0 pt=96 config-interval=-1 )"# + "\n"
     /// `pipelines/rtsp-raw.pipeline`.
     public static let rtspRaw = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream caps=image/jpeg,framerate={fps}/1 ! jpegparse ! rtpjpegpay name=pay0 pt=26 )"# + "\n"
     /// `pipelines/hls.pipeline`.
-    public static let hls = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! videoconvert ! video/x-raw,format=I420,colorimetry=bt601 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={fps} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=main ! h264parse ! hlssink2 name=sink location="{segmentPattern}" playlist-location="{playlist}" target-duration={targetDuration} playlist-length={playlistLength} max-files={maxFiles}"# + "\n"
+    public static let hls = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! videoconvert ! video/x-raw,format=I420,colorimetry=bt601 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={keyint} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=main ! h264parse ! hlssink2 name=sink location="{segmentPattern}" playlist-location="{playlist}" target-duration={targetDuration} playlist-length={playlistLength} max-files={maxFiles}"# + "\n"
     /// `pipelines/v4l2.pipeline`.
     public static let v4l2 = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=2 leaky-type=downstream ! videoscale add-borders=true ! videoconvert ! video/x-raw,format={format},width={width},height={height},pixel-aspect-ratio=1/1,framerate={fps}/1,colorimetry=bt601 ! {sink}"# + "\n"
     /// `pipelines/v4l2-sink.pipeline`.

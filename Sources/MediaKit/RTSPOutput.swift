@@ -12,7 +12,8 @@ import Synchronization
 ///   (progressive, 4:4:4, custom Huffman tables, > 2040 px) is re-encoded as baseline 4:2:0 and
 ///   counted in `reencoded`.
 ///
-/// Factories are shared (N viewers of a mount cost one pipeline). Every media's appsrc is kept in a
+/// Factories are shared (N viewers of a mount cost one pipeline); when a viewer sends PLAY the
+/// encoder is asked for a key frame, so a late joiner starts at an IDR. Every media's appsrc is kept in a
 /// registry from `media-configure` until the media is unprepared; every frame goes to all of them,
 /// stamped with the media's running time at the frame's arrival.
 public final class RTSPOutput: Sendable {
@@ -26,6 +27,9 @@ public final class RTSPOutput: Sendable {
         public var bitrateKbps: Int = 4000
         /// x264 threads (1 keeps the lowest latency; frame threads add a frame of delay each).
         public var x264Threads: Int = 1
+        /// Seconds between H.264 key frames (the GOP is `fps × keyframeInterval` frames). A viewer that
+        /// joins gets a key frame at once anyway (requested on PLAY).
+        public var keyframeInterval: Int = 1
         /// JPEG quality of re-encoded `/raw` frames.
         public var reencodeQuality: Int = 85
 
@@ -57,6 +61,7 @@ public final class RTSPOutput: Sendable {
         self.configuration = configuration
         self.logger = logger
         let server = lg_rtsp_server_new(configuration.address, String(configuration.port))!
+        lg_rtsp_server_request_key_frames_on_play(server)
         let id = lg_rtsp_server_attach(server, runtime.context)
         guard id != 0 else {
             g_object_unref(UnsafeMutableRawPointer(server))
@@ -82,7 +87,8 @@ public final class RTSPOutput: Sendable {
         precondition(!id.isEmpty && !id.contains("/"), "camera id must be one path segment")
         let fps = max(1, fps)
         let h264 = try PipelineTemplates.render(PipelineTemplates.rtspH264, [
-            "fps": "\(fps)", "threads": "\(max(1, configuration.x264Threads))", "bitrate": "\(configuration.bitrateKbps)",
+            "fps": "\(fps)", "keyint": "\(fps * max(1, configuration.keyframeInterval))",
+            "threads": "\(max(1, configuration.x264Threads))", "bitrate": "\(configuration.bitrateKbps)",
         ])
         let raw = try PipelineTemplates.render(PipelineTemplates.rtspRaw, ["fps": "\(fps)"])
         let camera = try RTSPCamera(id: id, fps: fps, hub: hub, annotate: annotate,

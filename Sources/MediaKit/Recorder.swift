@@ -164,9 +164,11 @@ final class SegmentWriterBox: @unchecked Sendable {
     private let pathList = Mutex<[String]>([])
     private let errorCount = Atomic<Int>(0)
     private var line = ""
+    private let segmentNanos: UInt64
 
     init(configuration: Recorder.Configuration, runtime: GStreamerRuntime, logger: Logger) {
         self.configuration = configuration
+        segmentNanos = configuration.segmentDuration.nanoseconds
         self.runtime = runtime
         self.logger = logger
         line.reserveCapacity(512)
@@ -182,8 +184,6 @@ final class SegmentWriterBox: @unchecked Sendable {
         var w = frame.width, h = frame.height
         if w <= 0 || h <= 0, let size = JPEGInspector.size(of: frame.bytes) { (w, h) = size }
         guard w > 0, h > 0, frame.count > 0 else { return false }
-        let (dur, _) = configuration.segmentDuration.components
-        let segmentNanos = UInt64(max(0, dur)) * 1_000_000_000 + UInt64(configuration.segmentDuration.components.attoseconds / 1_000_000_000)
         if pipeline != nil {
             let elapsed = frame.arrivalNanos &- segmentStartArrival
             if (framesInSegment > 0 && elapsed >= segmentNanos) || w != width || h != height || pts < lastPTS {
@@ -208,10 +208,11 @@ final class SegmentWriterBox: @unchecked Sendable {
 
     private func open(width w: Int, height h: Int, arrival: UInt64) throws {
         let stamp = Self.utcStamp(Date())
-        var base = "\(configuration.directory)/\(configuration.cameraID)-\(stamp)"
+        let camera = configuration.cameraID.replacingOccurrences(of: "/", with: "_")
+        var base = "\(configuration.directory)/\(camera)-\(stamp)"
         var n = 2
         while FileManager.default.fileExists(atPath: base + ".mkv") {
-            base = "\(configuration.directory)/\(configuration.cameraID)-\(stamp)-\(n)"
+            base = "\(configuration.directory)/\(camera)-\(stamp)-\(n)"
             n += 1
         }
         let launch = try PipelineTemplates.render(PipelineTemplates.recorder, [

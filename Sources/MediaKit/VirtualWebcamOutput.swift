@@ -153,10 +153,7 @@ public final class VirtualWebcamOutput: Sendable {
         return !has || MonotonicClock.nanos() - at > offlineNanos
     }
 
-    private var offlineNanos: UInt64 {
-        let c = configuration.offlineAfter.components
-        return UInt64(max(0, c.seconds)) * 1_000_000_000 + UInt64(max(0, c.attoseconds) / 1_000_000_000)
-    }
+    private var offlineNanos: UInt64 { configuration.offlineAfter.nanoseconds }
 
     private func tick() {
         let interval = 1_000_000_000 / UInt64(max(1, configuration.fps))

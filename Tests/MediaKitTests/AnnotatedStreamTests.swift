@@ -14,7 +14,7 @@ struct AnnotatedStreamTests {
         var all: [(seq: UInt64?, edgeLuma: UInt8, width: Int)] { lock.lock(); defer { lock.unlock() }; return items }
     }
 
-    @Test func decodesOnceForAllSubscribersAndTogglesOverlay() throws {
+    @Test func decodesOnceForAllSubscribersAndTogglesOverlay() async throws {
         let hub = FrameHub()
         let stream = try AnnotatedStream(name: "unit", hub: hub, overlay: true)
         defer { stream.stop() }
@@ -28,20 +28,19 @@ struct AnnotatedStreamTests {
             f.afAreas = [AFArea(pixels: box, camera: CameraRect(x: 0, y: 0, width: 1, height: 1), kind: .af, state: .focused)]
             hub.publish(f)
         }
-        func waitFor(_ r: Received, _ n: Int) {
-            let deadline = Date().addingTimeInterval(5)
-            while r.count < n, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        func waitFor(_ r: Received, _ n: Int) async {
+            await waitUntil(timeout: 5) { r.count >= n }
         }
         // Nobody subscribed: nothing is decoded.
         try publish(0)
-        Thread.sleep(forTimeInterval: 0.1)
+        await pause(0.1)
         #expect(stream.stats(camera: "c").framesOut == 0)
 
         let a = Received(), b = Received()
         let sa = stream.subscribe { p in a.add((p.sequence, p.luma(x: box.x, y: box.y + 30), p.width)) }
         let sb = stream.subscribe { p in b.add((p.sequence, p.luma(x: box.x, y: box.y + 30), p.width)) }
         try publish(1)
-        waitFor(a, 1); waitFor(b, 1)
+        await waitFor(a, 1); await waitFor(b, 1)
         #expect(a.all.first?.seq == 1 && b.all.first?.seq == 1)
         #expect(a.all.first?.width == 320)
         #expect(a.all.first?.edgeLuma == YUVColor.green.y, "overlay not drawn")
@@ -49,14 +48,14 @@ struct AnnotatedStreamTests {
 
         stream.overlayEnabled = false
         try publish(2)
-        waitFor(a, 2)
+        await waitFor(a, 2)
         #expect(a.all.last?.seq == 2)
         #expect(a.all.last?.edgeLuma != YUVColor.green.y, "overlay drawn while off")
 
         stream.unsubscribe(sb)
         try publish(3)
-        waitFor(a, 3)
-        Thread.sleep(forTimeInterval: 0.05)
+        await waitFor(a, 3)
+        await pause(0.05)
         #expect(b.count == 2)
         stream.unsubscribe(sa)
         #expect(stream.stats(camera: "c").clients == 0)

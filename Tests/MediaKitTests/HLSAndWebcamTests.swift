@@ -6,7 +6,7 @@ import Testing
 extension MediaTests {
     @Suite("HLS output (hlssink2)")
     struct HLSOutputTests {
-        @Test func writesPlaylistAndSegmentsThatFFprobeReads() throws {
+        @Test func writesPlaylistAndSegmentsThatFFprobeReads() async throws {
             try #require(GStreamerRuntime.hasElement("hlssink2") && GStreamerRuntime.hasElement("x264enc"), "hlssink2/x264enc missing")
             let root = try makeTempDir("hls")
             defer { try? FileManager.default.removeItem(atPath: root) }
@@ -24,14 +24,11 @@ extension MediaTests {
             }
             let playlist = hls.playlistPath(for: "cam1")
             // Wait for a playlist listing at least 3 segments.
-            let deadline = Date().addingTimeInterval(20)
             var segments: [String] = []
-            while Date() < deadline {
-                if let text = try? String(contentsOfFile: playlist, encoding: .utf8) {
-                    segments = text.split(separator: "\n").filter { $0.hasSuffix(".ts") }.map(String.init)
-                    if segments.count >= 3 { break }
-                }
-                Thread.sleep(forTimeInterval: 0.2)
+            await waitUntil(timeout: 30) {
+                guard let text = try? String(contentsOfFile: playlist, encoding: .utf8) else { return false }
+                segments = text.split(separator: "\n").filter { $0.hasSuffix(".ts") }.map(String.init)
+                return segments.count >= 3
             }
             #expect(segments.count >= 3, "playlist segments: \(segments)")
             let text = try String(contentsOfFile: playlist, encoding: .utf8)
@@ -40,7 +37,7 @@ extension MediaTests {
                 let path = s.hasPrefix("/") ? s : root + "/cam1/" + s
                 #expect(FileManager.default.fileExists(atPath: path), "missing \(path)")
             }
-            let r = try runTool(ffprobe, ["-v", "error", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", playlist])
+            let r = try await runTool(ffprobe, ["-v", "error", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", playlist])
             #expect(r.status == 0, "\(r.stderr)")
             #expect(r.stdout.contains("h264,768,432"), "ffprobe: \(r.stdout) \(r.stderr)")
             if let keep = ProcessInfo.processInfo.environment["LIVEGATE_KEEP_HLS"], let last = segments.last {
@@ -55,7 +52,7 @@ extension MediaTests {
     /// these tests run the same pipeline up to the sink with a `filesink` in place of `v4l2sink`.
     @Suite("Virtual webcam (v4l2 pipeline with a file sink)")
     struct VirtualWebcamTests {
-        @Test func streamsSlateThenLetterboxedCamera() throws {
+        @Test func streamsSlateThenLetterboxedCamera() async throws {
             let dir = try makeTempDir("v4l2")
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let out = dir + "/out.yuy2"
@@ -68,7 +65,7 @@ extension MediaTests {
             let webcam = try VirtualWebcamOutput(runtime: testRuntime, configuration: config)
             try webcam.start()
             let frameBytes = 640 * 360 * 2
-            Thread.sleep(forTimeInterval: 1.0)
+            await pause(1.0)
             // No camera yet: the slate keeps the device fed at about 30 fps.
             #expect(webcam.isShowingSlate)
             let slateFrames = webcam.slateFrames
@@ -81,7 +78,7 @@ extension MediaTests {
             webcam.show(annotate)
             let feeder = try TestFeeder(hub: hub, width: 480, height: 360, fps: 30)
             feeder.start()
-            Thread.sleep(forTimeInterval: 1.0)
+            await pause(1.0)
             #expect(!webcam.isShowingSlate)
             feeder.stop()
             webcam.stop()

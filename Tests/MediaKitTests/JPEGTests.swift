@@ -11,11 +11,11 @@ func meanLumaDifference(_ a: I420Picture, _ b: I420Picture) -> Double {
 }
 
 /// Makes a JPEG with ffmpeg (for subsamplings and Huffman tables our encoder does not write).
-func ffmpegJPEG(pixFmt: String, huffman: String, size: String = "320x240") throws -> Data? {
+func ffmpegJPEG(pixFmt: String, huffman: String, size: String = "320x240") async throws -> Data? {
     guard toolExists(ffmpeg) else { return nil }
     let path = NSTemporaryDirectory() + "livegate-\(UUID().uuidString.prefix(8)).jpg"
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let r = try runTool(ffmpeg, ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=\(size):rate=1", "-frames:v", "1",
+    let r = try await runTool(ffmpeg, ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=\(size):rate=1", "-frames:v", "1",
                                  "-pix_fmt", pixFmt, "-huffman", huffman, "-q:v", "3", "-y", path])
     guard r.status == 0 else { return nil }
     return try Data(contentsOf: URL(fileURLWithPath: path))
@@ -106,9 +106,9 @@ struct JPEGTests {
         }
     }
 
-    @Test func inspectorFlagsWhatRTPJPEGCannotCarry() throws {
+    @Test func inspectorFlagsWhatRTPJPEGCannotCarry() async throws {
         // 4:4:4 with standard tables → sampling not supported; decoder still gives I420.
-        if let j444 = try ffmpegJPEG(pixFmt: "yuvj444p", huffman: "default") {
+        if let j444 = try await ffmpegJPEG(pixFmt: "yuvj444p", huffman: "default") {
             #expect(j444.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .unsupportedSampling)
             let decoder = try JPEGDecoder()
             let pic = I420Picture(width: 16, height: 16)
@@ -118,14 +118,14 @@ struct JPEGTests {
             print("SKIPPED 4:4:4 case: ffmpeg unavailable")
         }
         // ffmpeg's optimal Huffman tables are custom tables.
-        if let custom = try ffmpegJPEG(pixFmt: "yuvj420p", huffman: "optimal") {
+        if let custom = try await ffmpegJPEG(pixFmt: "yuvj420p", huffman: "optimal") {
             #expect(custom.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .customHuffmanTables)
         }
-        if let standard = try ffmpegJPEG(pixFmt: "yuvj420p", huffman: "default") {
+        if let standard = try await ffmpegJPEG(pixFmt: "yuvj420p", huffman: "default") {
             #expect(standard.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .compatible)
         }
         // ffmpeg writes "4:2:2" as luma 2×2 + chroma 1×2, which RFC 2435 does not know.
-        if let odd422 = try ffmpegJPEG(pixFmt: "yuvj422p", huffman: "default") {
+        if let odd422 = try await ffmpegJPEG(pixFmt: "yuvj422p", huffman: "default") {
             #expect(odd422.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .unsupportedSampling)
         }
         // Progressive (SOF2) and oversize, made by patching our own baseline JPEG's SOF.

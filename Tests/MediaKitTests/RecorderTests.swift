@@ -4,8 +4,8 @@ import MediaKit
 import Testing
 
 /// Packet timestamps (seconds) of the video stream of a media file.
-func packetTimes(_ path: String) throws -> [Double] {
-    let r = try runTool(ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
+func packetTimes(_ path: String) async throws -> [Double] {
+    let r = try await runTool(ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
                                   "-of", "csv=p=0", path], timeout: 30)
     guard r.status == 0 else { throw MediaError("ffprobe \(path): \(r.stderr)") }
     return r.stdout.split(whereSeparator: \.isNewline).compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
@@ -23,7 +23,7 @@ func sidecarLines(_ mkv: String) throws -> [[String: Any]] {
 extension MediaTests {
     @Suite("Recorder (matroskamux, camera PTS, byte-exact JPEGs, rotation, sidecar, SIGKILL)")
     struct RecorderTests {
-        @Test func keepsCameraPTSBytesAndRotates() throws {
+        @Test func keepsCameraPTSBytesAndRotates() async throws {
             try #require(toolExists(ffprobe) && toolExists(ffmpeg), "ffmpeg/ffprobe not installed")
             let dir = try makeTempDir("rec")
             defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -60,7 +60,7 @@ extension MediaTests {
 
             var index = 0
             for seg in segments {
-                let times = try packetTimes(seg)
+                let times = try await packetTimes(seg)
                 let lines = try sidecarLines(seg)
                 #expect(times.count == lines.count, "\(seg): \(times.count) packets, \(lines.count) sidecar lines")
                 // Camera PTS kept (Matroska stores milliseconds).
@@ -82,7 +82,7 @@ extension MediaTests {
                 // JPEG bytes identical: extract with ffmpeg -c copy and compare.
                 let out = dir + "/x-\(index)"
                 try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-                let r = try runTool(ffmpeg, ["-nostdin", "-v", "error", "-i", seg, "-c", "copy", "-f", "image2", out + "/frame%d.jpg"])
+                let r = try await runTool(ffmpeg, ["-nostdin", "-v", "error", "-i", seg, "-c", "copy", "-f", "image2", out + "/frame%d.jpg"])
                 #expect(r.status == 0, "\(r.stderr)")
                 for k in 0..<times.count {
                     let data = try Data(contentsOf: URL(fileURLWithPath: out + "/frame\(k + 1).jpg"))
@@ -93,7 +93,7 @@ extension MediaTests {
             #expect(index == 75)
         }
 
-        @Test func arrivalClockWhenNoCameraPTS() throws {
+        @Test func arrivalClockWhenNoCameraPTS() async throws {
             try #require(toolExists(ffprobe), "ffprobe not installed")
             let dir = try makeTempDir("rec-arrival")
             defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -111,7 +111,7 @@ extension MediaTests {
             }
             recorder.stop()
             let seg = try #require(recorder.segmentPaths.first)
-            let times = try packetTimes(seg)
+            let times = try await packetTimes(seg)
             #expect(times.count == 10)
             for (t, a) in zip(times, arrivals) { #expect(abs(t - Double(a) / 1e9) < 0.0015) }
             let lines = try sidecarLines(seg)
@@ -134,7 +134,7 @@ extension MediaTests {
 
         /// Records in a child process (this test binary, re-run on `recorderChildProcess`) and kills it
         /// with SIGKILL: the open segment must stay readable up to its last few frames.
-        @Test func survivesSIGKILL() throws {
+        @Test func survivesSIGKILL() async throws {
             try #require(toolExists(ffprobe), "ffprobe not installed")
             let dir = try makeTempDir("rec-kill")
             defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -150,26 +150,23 @@ extension MediaTests {
             try child.run()
             defer { if child.isRunning { kill(child.processIdentifier, SIGKILL) } }
             // Wait until about 2 s of frames are in the sidecar.
-            let deadline = Date().addingTimeInterval(30)
             var mkv: String?
-            while Date() < deadline {
+            await waitUntil(timeout: 30) {
                 let files = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
-                if let m = files.first(where: { $0.hasSuffix(".mkv") }) {
-                    mkv = dir + "/" + m
-                    if let lines = try? sidecarLines(mkv!), lines.count >= 60 { break }
-                }
-                Thread.sleep(forTimeInterval: 0.1)
+                guard let m = files.first(where: { $0.hasSuffix(".mkv") }) else { return false }
+                mkv = dir + "/" + m
+                return ((try? sidecarLines(mkv!))?.count ?? 0) >= 60
             }
             let file = try #require(mkv, "child never started recording")
             kill(child.processIdentifier, SIGKILL)
             child.waitUntilExit()
             #expect(child.terminationReason == .uncaughtSignal)
             let lines = try sidecarLines(file)
-            let times = try packetTimes(file)
+            let times = try await packetTimes(file)
             print("SIGKILL: \(times.count) frames readable of \(lines.count) recorded")
             #expect(lines.count >= 60)
             #expect(times.count >= lines.count - 10, "only \(times.count) of \(lines.count) frames readable after SIGKILL")
-            let r = try runTool(ffmpeg, ["-nostdin", "-v", "error", "-i", file, "-f", "null", "-"])
+            let r = try await runTool(ffmpeg, ["-nostdin", "-v", "error", "-i", file, "-f", "null", "-"])
             #expect(r.status == 0)
         }
 

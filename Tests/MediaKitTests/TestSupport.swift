@@ -18,8 +18,9 @@ struct ToolResult {
     var seconds: Double = 0
 }
 
-/// Runs an external program with a hard timeout (SIGTERM, then SIGKILL); never hangs.
-func runTool(_ path: String, _ args: [String], timeout: Double = 30, environment: [String: String]? = nil) throws -> ToolResult {
+/// Runs an external program with a hard timeout (SIGTERM, then SIGKILL); never hangs. Async, so a
+/// waiting test does not hold one of the (two) cooperative threads that other suites need.
+func runTool(_ path: String, _ args: [String], timeout: Double = 30, environment: [String: String]? = nil) async throws -> ToolResult {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
@@ -32,20 +33,27 @@ func runTool(_ path: String, _ args: [String], timeout: Double = 30, environment
     out.fileHandleForReading.readabilityHandler = { h in let d = h.availableData; outData.withLock { $0.append(d) } }
     err.fileHandleForReading.readabilityHandler = { h in let d = h.availableData; errData.withLock { $0.append(d) } }
     let started = Date()
-    try p.run()
-    let deadline = Date().addingTimeInterval(timeout)
-    var timedOut = false
-    while p.isRunning {
-        if Date() > deadline {
-            timedOut = true
-            p.terminate()
-            Thread.sleep(forTimeInterval: 1)
-            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-            break
+    let state = ToolState()
+    try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, Error>) in
+        p.terminationHandler = { _ in
+            state.exited.store(true, ordering: .releasing)
+            cont.resume()
         }
-        Thread.sleep(forTimeInterval: 0.02)
+        do { try p.run() } catch {
+            p.terminationHandler = nil
+            cont.resume(throwing: error)
+            return
+        }
+        let pid = p.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+            guard !state.exited.load(ordering: .acquiring) else { return }
+            state.timedOut.store(true, ordering: .relaxed)
+            kill(pid, SIGTERM)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
+                if !state.exited.load(ordering: .acquiring) { kill(pid, SIGKILL) }
+            }
+        }
     }
-    p.waitUntilExit()
     out.fileHandleForReading.readabilityHandler = nil
     err.fileHandleForReading.readabilityHandler = nil
     let restOut = out.fileHandleForReading.readDataToEndOfFile()
@@ -55,7 +63,28 @@ func runTool(_ path: String, _ args: [String], timeout: Double = 30, environment
     return ToolResult(status: p.terminationStatus,
                       stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
                       stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self),
-                      timedOut: timedOut, seconds: Date().timeIntervalSince(started))
+                      timedOut: state.timedOut.load(ordering: .relaxed), seconds: Date().timeIntervalSince(started))
+}
+
+final class ToolState: Sendable {
+    let exited = Atomic<Bool>(false)
+    let timedOut = Atomic<Bool>(false)
+}
+
+/// Sleeps without blocking a cooperative thread.
+func pause(_ seconds: Double) async {
+    try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+}
+
+/// Polls `condition` every 50 ms until it holds or `timeout` passes; returns whether it held.
+@discardableResult
+func waitUntil(timeout: Double, _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try condition() { return true }
+        await pause(0.05)
+    }
+    return try condition()
 }
 
 /// ffmpeg's stderr without the null muxer's complaint about frames whose timestamps fall into the

@@ -112,6 +112,10 @@ void lg_rtsp_media_on_unprepared(GstRTSPMedia *media, lg_media_callback callback
                                  GClosureNotify notify);
 /// The appsrc called `name` inside the media's element (a new reference), or NULL.
 GstElement *lg_rtsp_media_get_by_name(GstRTSPMedia *media, const char *name);
+/// When any client sends PLAY, asks the media's encoder for a key frame (an upstream force-key-unit
+/// event into the element called "pay0"), so a viewer joining a shared H.264 media mid-GOP starts at
+/// an IDR instead of waiting up to a GOP (harmless for MJPEG: every frame is a key frame).
+void lg_rtsp_server_request_key_frames_on_play(GstRTSPServer *server);
 /// Closes every client session of the server (used on shutdown).
 void lg_rtsp_server_close_clients(GstRTSPServer *server);
 /// Number of connected RTSP clients.
