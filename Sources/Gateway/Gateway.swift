@@ -68,9 +68,13 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         for emu in emulators.withLock({ $0 }) { await emu.stop() }
     }
 
+    /// Called once every camera and output has started (the CLI prints the URLs then).
+    public var onStarted: (@Sendable (Gateway) -> Void)?
+
     /// Service entry: start, wait for graceful shutdown, stop.
     public func run() async throws {
         try await start()
+        onStarted?(self)
         try? await gracefulShutdown()
         logger.info("shutting down")
         await stop()
@@ -78,14 +82,20 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
 
     public func urls(for camera: CameraRuntime) -> [String: String] {
         var u: [String: String] = [
-            "rtsp": "rtsp://\(displayHost):\(options.rtspPort)/\(camera.id)",
-            "rtspRaw": "rtsp://\(displayHost):\(options.rtspPort)/\(camera.id)/raw",
+            "rtsp": "rtsp://\(displayHost):\(rtspPort)/\(camera.id)",
+            "rtspRaw": "rtsp://\(displayHost):\(rtspPort)/\(camera.id)/raw",
         ]
         if options.hls { u["hls"] = "http://\(displayHost):\(options.httpPort)/hls/\(camera.id)/index.m3u8" }
         if let d = options.v4l2Device, camera.index == 0 { u["v4l2"] = d }
         if let r = options.recordDirectory { u["recording"] = r }
         return u
     }
+
+    /// The RTSP port in use (the bound one when the option was 0).
+    public var rtspPort: Int { outputs.rtspPort ?? options.rtspPort }
+
+    /// Recording segments written so far for a camera.
+    public func recordingPaths(camera: String) -> [String] { outputs.recordingPaths(camera: camera) }
 
     var displayHost: String {
         options.listen == "0.0.0.0" || options.listen == "::" ? "127.0.0.1" : options.listen

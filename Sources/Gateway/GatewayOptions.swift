@@ -15,6 +15,8 @@ public struct GatewayOptions: Sendable {
     public var segmentSeconds = 300
     /// A v4l2loopback device for the first camera.
     public var v4l2Device: String?
+    /// Replaces the webcam's `v4l2sink` (GStreamer launch syntax), for machines without the module.
+    public var v4l2Sink: String?
     /// Draw AF areas on the H.264/HLS/webcam outputs.
     public var overlay = true
     /// Nominal frame rate for encoders (cameras send what they send).

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Gateway
 import Hummingbird
+import LiveViewCore
 import Logging
 import NIOPosix
 import ServiceLifecycle
@@ -32,6 +33,8 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Recording segment length in seconds.") var segmentSeconds: Int = 300
     @Option(name: .long, help: "Write the first camera to this v4l2loopback device (e.g. /dev/video10).")
     var v4l2: String?
+    @Option(name: .long, help: ArgumentHelp("Replace the webcam's v4l2sink with another GStreamer sink (testing without v4l2loopback).", visibility: .hidden))
+    var v4l2Sink: String?
     @Option(name: .long, help: "Overlay on the H.264/HLS/webcam outputs: af (draw AF areas) or none.")
     var overlay: String = "af"
     @Option(name: .long, help: "Nominal output frame rate for the encoders.") var fps: Int = 30
@@ -65,6 +68,7 @@ struct Run: AsyncParsableCommand {
         options.recordDirectory = record
         options.segmentSeconds = segmentSeconds
         options.v4l2Device = v4l2
+        options.v4l2Sink = v4l2Sink
         options.overlay = overlay == "af"
         options.fps = fps
         if let r = record {
@@ -78,12 +82,16 @@ struct Run: AsyncParsableCommand {
         }
         let logger = Logger(label: "livegate")
         let gateway = Gateway(options: options, logger: logger)
+        // The banner goes out once both the gateway and the HTTP server are up.
+        let ready = Locked(0)
+        let oneReady: @Sendable () -> Void = {
+            if ready.withLock({ n -> Int in n += 1; return n }) == 2 { printBanner(gateway) }
+        }
+        gateway.onStarted = { _ in oneReady() }
         let app = Application(
             router: ControlAPI.buildRouter(model: gateway),
             configuration: .init(address: .hostname(listen, port: httpPort), serverName: "livegate"),
-            onServerRunning: { _ in
-                printBanner(gateway)
-            },
+            onServerRunning: { _ in oneReady() },
             logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: gateway), .init(service: app)],
@@ -102,7 +110,7 @@ func printBanner(_ gateway: Gateway) {
             if let v = u[key] { lines.append("    \(key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(v)") }
         }
     }
-    let host = gateway.options.listen == "0.0.0.0" ? "127.0.0.1" : gateway.options.listen
+    let host = gateway.options.listen == "0.0.0.0" || gateway.options.listen == "::" ? "127.0.0.1" : gateway.options.listen
     lines.append("  control API  http://\(host):\(gateway.options.httpPort)/api/v1/cameras")
     lines.append("  status page  http://\(host):\(gateway.options.httpPort)/")
     lines.append("  metrics      http://\(host):\(gateway.options.httpPort)/metrics")

@@ -11,7 +11,7 @@ final class SonyEmulatorHandler: ChannelInboundHandler, @unchecked Sendable {
     private let emulator: SonyEmulator
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
-    private var streamTask: RepeatedTask?
+    private var streamTask: Scheduled<Void>?
     // Stream state, touched only on the channel's event loop.
     private var frameIndex = 0
     private var seq: UInt16 = 0
@@ -76,35 +76,44 @@ final class SonyEmulatorHandler: ChannelInboundHandler, @unchecked Sendable {
         context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: h))), promise: nil)
         let channel = context.channel
         emulator.state.addStream(channel)
-        let emulator = self.emulator
-        let interval = TimeAmount.nanoseconds(Int64(1e9 / max(emulator.fps, 0.1)))
-        let start = MonotonicClock.nanos()
+        let interval = UInt64(1e9 / max(emulator.fps, 0.1))
+        scheduleTick(context: context, channel: channel, start: MonotonicClock.nanos(), tick: 0, interval: interval)
+    }
+
+    /// Fixed-rate pacing: tick n fires at start + n × interval (a late tick skips the missed ones,
+    /// as a camera drops frames), so rendering time does not lower the frame rate.
+    private func scheduleTick(context: ChannelHandlerContext, channel: any Channel, start: UInt64, tick: UInt64, interval: UInt64) {
         let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
-        streamTask = context.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { [weak self] task in
-            guard let self, channel.isActive else {
-                task.cancel()
-                return
-            }
-            // A client that does not read fast enough loses frames, as on a real camera.
-            guard channel.isWritable, !emulator.state.isStalled else { return }
-            let frame = emulator.source.frame(index: self.frameIndex)
-            self.frameIndex += 1
-            let ts = UInt32(truncatingIfNeeded: (MonotonicClock.nanos() - start) / 1_000_000 + 1_000)
-            self.packet.removeAll(keepingCapacity: true)
-            if emulator.state.settings.frameInfo {
-                let b = frame.afBox
-                func grid(_ v: Double) -> UInt16 { UInt16(max(0, min(10000, (v * 10000).rounded()))) }
-                let rec = SonyRemoteFrameRecord(
-                    x1: grid(b.x1), y1: grid(b.y1), x2: grid(b.x2), y2: grid(b.y2),
-                    category: 1, status: frame.focused ? 4 : 1, additionalStatus: 1)
-                SonyRemotePacket.appendFrameInfo([rec], seq: self.seq, timestamp: ts, to: &self.packet)
-            }
-            SonyRemotePacket.appendJPEG(frame.jpeg, seq: self.seq, timestampMs: ts, to: &self.packet)
-            self.seq &+= 1
-            emulator.state.countFrame()
-            let c = ctx.value
-            c.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(c.channel.allocator.buffer(bytes: self.packet)))), promise: nil)
+        let deadline = NIODeadline.uptimeNanoseconds(start + tick * interval)
+        streamTask = context.eventLoop.scheduleTask(deadline: deadline) { [weak self] in
+            guard let self, channel.isActive else { return }
+            self.sendFrame(context: ctx.value, start: start, tickTime: start + tick * interval)
+            let now = MonotonicClock.nanos()
+            var next = tick + 1
+            if now > start + next * interval + interval { next = (now - start) / interval + 1 }
+            self.scheduleTick(context: ctx.value, channel: channel, start: start, tick: next, interval: interval)
         }
+    }
+
+    private func sendFrame(context c: ChannelHandlerContext, start: UInt64, tickTime: UInt64) {
+        // A client that does not read fast enough loses frames, as on a real camera.
+        guard c.channel.isWritable, !emulator.state.isStalled else { return }
+        let frame = emulator.source.frame(index: frameIndex)
+        frameIndex += 1
+        let ts = UInt32(truncatingIfNeeded: (tickTime - start) / 1_000_000 + 1_000)
+        packet.removeAll(keepingCapacity: true)
+        if emulator.state.settings.frameInfo {
+            let b = frame.afBox
+            func grid(_ v: Double) -> UInt16 { UInt16(max(0, min(10000, (v * 10000).rounded()))) }
+            let rec = SonyRemoteFrameRecord(
+                x1: grid(b.x1), y1: grid(b.y1), x2: grid(b.x2), y2: grid(b.y2),
+                category: 1, status: frame.focused ? 4 : 1, additionalStatus: 1)
+            SonyRemotePacket.appendFrameInfo([rec], seq: seq, timestamp: ts, to: &packet)
+        }
+        SonyRemotePacket.appendJPEG(frame.jpeg, seq: seq, timestampMs: ts, to: &packet)
+        seq &+= 1
+        emulator.state.countFrame()
+        c.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(c.channel.allocator.buffer(bytes: packet)))), promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
