@@ -16,12 +16,8 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
     private let logger: Logger
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 256 * 1024)
-    private let stateBox = Locked(CameraState.stopped)
-    private let task = Locked<Task<Void, Never>?>(nil)
+    private let lifecycle: DriverLifecycle
     private let channelBox = Locked<(any Channel)?>(nil)
-    private let lastFrameNanos = Locked<UInt64>(0)
-    /// Largest pause between reconnect attempts.
-    public var maxBackoff: Duration = .seconds(2)
 
     /// `endpoint` is the JSON-RPC camera service, e.g. `http://192.168.122.1:8080/sony/camera`.
     public init(endpoint: HTTPURL, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
@@ -29,60 +25,24 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
         self.group = group
         self.cameraIndex = cameraIndex
         self.logger = logger
+        self.lifecycle = DriverLifecycle(name: endpoint.description, logger: logger, stats: stats)
     }
 
-    public var state: CameraState { stateBox.withLock { $0 } }
-
-    private func setState(_ s: CameraState) {
-        let old = stateBox.withLock { v -> CameraState in
-            let o = v
-            v = s
-            return o
-        }
-        if old != s { logger.info("camera \(rpc.endpoint): \(s.rawValue)") }
-    }
+    public var state: CameraState { lifecycle.state }
 
     public func start(hub: FrameHub) {
-        let t = Task { [self] in await self.run(hub: hub) }
-        task.withLock { $0 = t }
+        let publisher = FramePublisher(hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex)
+        lifecycle.start { [self] in try await self.session(publisher: publisher) }
     }
 
     public func stop() async {
-        let t = task.withLock { v -> Task<Void, Never>? in
-            let o = v
-            v = nil
-            return o
-        }
-        t?.cancel()
         channelBox.withLock { $0 }?.close(promise: nil)
-        await t?.value
+        await lifecycle.stop()
         _ = try? await rpc.call("stopLiveview", timeout: .seconds(2))
-        setState(.stopped)
-    }
-
-    private func run(hub: FrameHub) async {
-        var backoff: Duration = .milliseconds(250)
-        var first = true
-        while !Task.isCancelled {
-            setState(first ? .connecting : .reconnecting)
-            if !first { stats.reconnected() }
-            first = false
-            do {
-                try await session(hub: hub)
-                backoff = .milliseconds(250)
-            } catch is CancellationError {
-                break
-            } catch {
-                logger.warning("sony \(rpc.endpoint): \(error)")
-            }
-            if Task.isCancelled { break }
-            try? await Task.sleep(for: backoff)
-            backoff = min(backoff * 2, maxBackoff)
-        }
     }
 
     /// One session: set up the liveview and read it until it stops.
-    private func session(hub: FrameHub) async throws {
+    private func session(publisher: FramePublisher) async throws {
         var apis: [String] = []
         if let list = try? await rpc.call("getAvailableApiList", timeout: .seconds(3)), let names = list.first as? [String] {
             apis = names
@@ -106,19 +66,16 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
             throw CameraControlError.camera(code: 6, message: "startLiveview gave no usable URL: \(result)")
         }
         _ = try? await rpc.call("setLiveviewFrameInfo", [["frameInfo": true]], timeout: .seconds(3))
-        try await stream(url: url, hub: hub)
+        try await stream(url: url, publisher: publisher)
     }
 
-    private func stream(url: HTTPURL, hub: FrameHub) async throws {
+    private func stream(url: HTTPURL, publisher: FramePublisher) async throws {
         let statusBox = Locked<Int?>(nil)
+        let lifecycle = self.lifecycle
         let handler = SonyLiveviewHandler(
-            hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex,
+            publisher: publisher,
             onStatus: { code in statusBox.withLock { $0 = code } },
-            onFrame: { [weak self] in
-                guard let self else { return }
-                self.lastFrameNanos.withLock { $0 = MonotonicClock.nanos() }
-                if self.state != .streaming { self.setState(.streaming) }
-            })
+            onFrame: { lifecycle.frameArrived() })
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(3))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -134,7 +91,7 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
         head.headers.add(name: "Host", value: "\(url.host):\(url.port)")
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
         try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
-        lastFrameNanos.withLock { $0 = MonotonicClock.nanos() }
+        lifecycle.resetStallClock()
         // Watchdog: poll getEvent and watch for a stalled stream; either ends the session.
         await withTaskCancellationHandler {
             var tick = 0
@@ -146,7 +103,7 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
                     channel.close(promise: nil)
                     break
                 }
-                let idle = MonotonicClock.nanos() - lastFrameNanos.withLock { $0 }
+                let idle = lifecycle.idleNanos
                 if idle > 2_000_000_000 {
                     logger.warning("sony liveview stalled for \(idle / 1_000_000) ms; reconnecting")
                     channel.close(promise: nil)

@@ -11,19 +11,12 @@ final class SonyLiveviewHandler: ChannelInboundHandler, @unchecked Sendable {
 
     private var parser = SonyRemoteParser()
     private var scratch: [UInt8] = []
-    private let hub: FrameHub
-    private let pool: FramePool
-    private let stats: DriverStats
+    private let publisher: FramePublisher
     private let onStatus: @Sendable (Int) -> Void
     private let onFrame: @Sendable () -> Void
-    private let cameraIndex: Int
 
-    init(hub: FrameHub, pool: FramePool, stats: DriverStats, cameraIndex: Int,
-         onStatus: @escaping @Sendable (Int) -> Void, onFrame: @escaping @Sendable () -> Void) {
-        self.hub = hub
-        self.pool = pool
-        self.stats = stats
-        self.cameraIndex = cameraIndex
+    init(publisher: FramePublisher, onStatus: @escaping @Sendable (Int) -> Void, onFrame: @escaping @Sendable () -> Void) {
+        self.publisher = publisher
         self.onStatus = onStatus
         self.onFrame = onFrame
         scratch.reserveCapacity(256 * 1024)
@@ -46,22 +39,10 @@ final class SonyLiveviewHandler: ChannelInboundHandler, @unchecked Sendable {
     private func handle(_ event: WireEvent) {
         switch event {
         case .frame(let wf):
-            let now = MonotonicClock.nanos()
-            let frame = pool.take()
-            wf.jpeg.withUnsafeBytes { frame.setJPEG($0) }
-            frame.width = wf.width
-            frame.height = wf.height
-            frame.sequence = wf.seq.map { UInt64(truncatingIfNeeded: $0) }
-            frame.cameraPTS = wf.pts
-            frame.timeBase = wf.pts == nil ? .arrival : .camera
-            frame.arrivalNanos = now
-            frame.cameraIndex = cameraIndex
-            frame.afAreas.append(contentsOf: wf.af)
-            stats.frame(bytes: frame.count, at: now)
-            hub.publish(frame)
+            publisher.publish(wf)
             onFrame()
         case .issue:
-            stats.dropped()
+            publisher.stats.dropped()
         }
     }
 

@@ -1,0 +1,84 @@
+import LiveViewCore
+public import Logging
+
+/// The part every driver shares: its state, the session task, and the reconnect loop with
+/// exponential back-off (250 ms doubling to `maxBackoff`, so a camera that comes back is
+/// streaming again within a few seconds).
+public final class DriverLifecycle: Sendable {
+    private let stateBox = Locked(CameraState.stopped)
+    private let task = Locked<Task<Void, Never>?>(nil)
+    private let lastFrame = Locked<UInt64>(0)
+    let logger: Logger
+    let name: String
+    let stats: DriverStats
+    /// Largest pause between reconnect attempts.
+    public let maxBackoff: Duration
+
+    public init(name: String, logger: Logger, stats: DriverStats, maxBackoff: Duration = .seconds(2)) {
+        self.name = name
+        self.logger = logger
+        self.stats = stats
+        self.maxBackoff = maxBackoff
+    }
+
+    public var state: CameraState { stateBox.withLock { $0 } }
+
+    public func setState(_ s: CameraState) {
+        let old = stateBox.withLock { v -> CameraState in
+            let o = v
+            v = s
+            return o
+        }
+        if old != s { logger.info("camera \(name): \(s.rawValue)") }
+    }
+
+    /// Notes a frame (for the stall watchdog) and marks the camera as streaming.
+    public func frameArrived() {
+        lastFrame.withLock { $0 = MonotonicClock.nanos() }
+        if state != .streaming { setState(.streaming) }
+    }
+
+    /// Nanoseconds since the last frame (or since `resetStallClock`).
+    public var idleNanos: UInt64 { MonotonicClock.nanos() &- lastFrame.withLock { $0 } }
+
+    /// Starts the stall clock afresh (at the start of a session).
+    public func resetStallClock() { lastFrame.withLock { $0 = MonotonicClock.nanos() } }
+
+    /// Runs `session` again and again until `stop()`: each return or error is a drop, followed by
+    /// a back-off pause and a reconnect.
+    public func start(session: @escaping @Sendable () async throws -> Void) {
+        let t = Task { [self] in
+            var backoff: Duration = .milliseconds(250)
+            var first = true
+            while !Task.isCancelled {
+                setState(first ? .connecting : .reconnecting)
+                if !first { stats.reconnected() }
+                first = false
+                do {
+                    try await session()
+                    backoff = .milliseconds(250)
+                } catch is CancellationError {
+                    break
+                } catch {
+                    logger.warning("camera \(name): \(error)")
+                }
+                if Task.isCancelled { break }
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, maxBackoff)
+            }
+        }
+        task.withLock { $0 = t }
+    }
+
+    /// Cancels the session task and waits for it to end.
+    public func stop() async {
+        let t = task.withLock { v -> Task<Void, Never>? in
+            let o = v
+            v = nil
+            return o
+        }
+        t?.cancel()
+        await t?.value
+        setState(.stopped)
+    }
+}
