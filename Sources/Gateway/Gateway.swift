@@ -15,7 +15,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
     let logger: Logger
     let group: any EventLoopGroup
     private let runtimes = Locked<[CameraRuntime]>([])
-    private let emulators = Locked<[SonyEmulator]>([])
+    private let emulators = Locked<[any CameraEmulator]>([])
     let outputs: OutputSet
     private let started = Locked(false)
     public let startedAt = Date()
@@ -39,19 +39,21 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
             let driver: any CameraDriver
             let url: String
             switch spec.source {
-            case .sony(let host, let port):
-                url = "sony://\(host):\(port)"
-                driver = SonyDriver(endpoint: HTTPURL(host: host, port: port, target: "/sony/camera"),
-                                    group: group, cameraIndex: i, logger: logger)
+            case .camera(let cameraURL):
+                url = cameraURL.description
+                driver = try VendorRegistry.makeDriver(cameraURL, group: group, cameraIndex: i, logger: logger)
             case .emulator(let vendor):
-                guard vendor == "sony" else { throw CameraSpecError.unsupported("emulator:\(vendor)", "emulated vendors: sony") }
-                let source = try TestPatternSource(width: options.emulatorWidth, height: options.emulatorHeight)
-                let emu = SonyEmulator(host: "127.0.0.1", port: 0, fps: options.emulatorFPS, source: source, group: group)
-                let port = try await emu.start()
+                guard let emu = try VendorRegistry.makeEmulator(
+                    vendor: vendor, host: "127.0.0.1", port: 0, fps: options.emulatorFPS,
+                    width: options.emulatorWidth, height: options.emulatorHeight, group: group)
+                else { throw CameraSpecError.unsupported("emulator:\(vendor)", "no emulator for \(vendor)") }
+                try await emu.start()
                 emulators.withLock { $0.append(emu) }
-                url = "emulator:sony (127.0.0.1:\(port))"
-                driver = SonyDriver(endpoint: HTTPURL(host: "127.0.0.1", port: port, target: "/sony/camera"),
-                                    group: group, cameraIndex: i, logger: logger)
+                guard let emuURL = CameraURL(emu.cameraURL) else {
+                    throw CameraSpecError.badURL(emu.cameraURL, "emulator gave an unusable URL")
+                }
+                url = "emulator:\(vendor) (\(emu.cameraURL))"
+                driver = try VendorRegistry.makeDriver(emuURL, group: group, cameraIndex: i, logger: logger)
             }
             let cam = CameraRuntime(id: spec.id, index: i, url: url, driver: driver, hub: FrameHub())
             try outputs.attach(cam)

@@ -1,15 +1,20 @@
 import ArgumentParser
 import CameraEmulators
 import Foundation
+import Gateway
 import NIOPosix
 
 /// `livegate emulate sony --port P`: a camera on loopback speaking the vendor's protocol.
 struct Emulate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run an emulated camera on loopback that speaks the vendor's real protocol.",
-        discussion: "Vendors: sony (Camera Remote API: JSON-RPC at /sony/camera, liveview stream).")
+        discussion: """
+            Each emulator serves a test pattern (frame counter, moving AF box) in its vendor's real \
+            live-view format and answers its control requests. Vendors: \(VendorRegistry.emulatorVendors.joined(separator: ", ")).
+            """)
 
-    @Argument(help: "Vendor to emulate: sony.") var vendor: String
+    @Argument(help: ArgumentHelp("Vendor to emulate: \(VendorRegistry.emulatorVendors.joined(separator: ", ")).", valueName: "vendor"))
+    var vendor: String
     @Option(name: .long, help: "Port to listen on (0 = any free port).") var port: Int = 8080
     @Option(name: .long, help: "Address to listen on.") var listen: String = "127.0.0.1"
     @Option(name: .long, help: "Frames per second.") var fps: Double = 30
@@ -25,7 +30,9 @@ struct Emulate: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard vendor == "sony" else { throw ValidationError("unknown vendor '\(vendor)'; emulated vendors: sony") }
+        guard VendorRegistry.emulatorVendors.contains(vendor) else {
+            throw ValidationError("unknown vendor '\(vendor)'; emulated vendors: \(VendorRegistry.emulatorVendors.joined(separator: ", "))")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
         guard fps > 0, fps <= 120 else { throw ValidationError("--fps must be in (0, 120]") }
         _ = try parsedSize()
@@ -33,11 +40,13 @@ struct Emulate: AsyncParsableCommand {
 
     func run() async throws {
         let (w, h) = try parsedSize()
-        let source = try TestPatternSource(width: w, height: h)
-        let emu = SonyEmulator(host: listen, port: port, fps: fps, source: source, group: MultiThreadedEventLoopGroup.singleton)
+        guard let emu = try VendorRegistry.makeEmulator(vendor: vendor, host: listen, port: port, fps: fps, width: w, height: h,
+                                                        group: MultiThreadedEventLoopGroup.singleton) else {
+            throw ValidationError("no emulator for \(vendor)")
+        }
         let bound = try await emu.start()
-        print("sony emulator: JSON-RPC http://\(listen):\(bound)/sony/camera, \(w)x\(h) at \(fps) fps")
-        print("use: livegate run --camera sony://\(listen):\(bound)")
+        print("\(vendor) emulator listening on \(listen):\(bound), \(w)x\(h) at \(fps) fps")
+        print("use: livegate run --camera \(emu.cameraURL)")
         fflush(nil)
         let stop = AsyncStream<Void> { cont in
             for sig in [SIGINT, SIGTERM] {

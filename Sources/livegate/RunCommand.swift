@@ -12,8 +12,10 @@ struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the gateway (the default). Without --camera it starts an emulated Sony camera in-process.",
         discussion: """
-            Camera URLs: sony://HOST[:PORT] (Camera Remote API, JSON-RPC at http://HOST:PORT/sony/camera, \
-            default port 8080), emulator:sony. Name a camera with NAME=URL; ids default to cam0, cam1, …
+            Camera URLs: \(VendorRegistry.schemes.map { "\($0)://HOST[:PORT]" }.joined(separator: ", ")) \
+            (sony: Camera Remote API, JSON-RPC at http://HOST:PORT/sony/camera, default port 8080), and \
+            emulator:VENDOR (\(VendorRegistry.emulatorVendors.joined(separator: ", "))) for an emulated camera started \
+            in-process. Name a camera with NAME=URL; ids default to cam0, cam1, …
             Each camera is served at rtsp://HOST:RTSP_PORT/<id> (H.264, AF areas drawn) and …/<id>/raw (the \
             camera's own JPEGs), and at http://HOST:HTTP_PORT/hls/<id>/index.m3u8. The control API is at \
             http://HOST:HTTP_PORT/api/v1/cameras. Ctrl-C or SIGTERM stops cleanly and finishes recordings.
