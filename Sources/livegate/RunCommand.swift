@@ -99,7 +99,14 @@ struct Run: AsyncParsableCommand {
             services: [.init(service: gateway), .init(service: app)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            if "\(error)".contains("Address already in use") {
+                throw CLIError("cannot listen on \(listen):\(httpPort) for the control API: the address is in use; pick another with --http-port")
+            }
+            throw error
+        }
     }
 }
 
