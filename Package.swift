@@ -9,7 +9,7 @@ let strict: [SwiftSetting] = [
 
 /// Vendor folders being written; not built until they are integrated.
 func inProgress(_ target: String) -> [String] {
-    ["Bandit", "Panasonic", "Discovery", "PTP"].filter {
+    ["Bandit", "PTP"].filter {
         FileManager.default.fileExists(atPath: "\(Context.packageDirectory)/Sources/\(target)/\($0)")
     }
 }
@@ -21,6 +21,9 @@ let package = Package(
         .executable(name: "livegate", targets: ["livegate"]),
         .library(name: "LiveViewCore", targets: ["LiveViewCore"]),
         .library(name: "CameraWire", targets: ["CameraWire"]),
+        .library(name: "CameraKit", targets: ["CameraKit"]),
+        .library(name: "MediaKit", targets: ["MediaKit"]),
+        .library(name: "CameraEmulators", targets: ["CameraEmulators"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -85,7 +88,8 @@ let package = Package(
         .testTarget(
             name: "CameraKitTests",
             dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore"],
-            sources: ["SonyDriverTests.swift"],
+            sources: ["SonyDriverTests.swift", "PanasonicDriverTests.swift", "PanasonicControlTests.swift",
+                      "PanasonicFaultTests.swift", "DiscoveryTests.swift"],
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",

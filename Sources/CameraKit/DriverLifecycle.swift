@@ -1,6 +1,10 @@
 import LiveViewCore
 public import Logging
 
+/// An error after which reconnecting makes no sense (the user refused the connection on the
+/// camera, say): the lifecycle stops retrying and the camera's state becomes `failed`.
+public protocol FatalDriverError: Error, CustomStringConvertible {}
+
 /// The part every driver shares: its state, the session task, and the reconnect loop with
 /// exponential back-off (250 ms doubling to `maxBackoff`, so a camera that comes back is
 /// streaming again within a few seconds).
@@ -8,6 +12,7 @@ public final class DriverLifecycle: Sendable {
     private let stateBox = Locked(CameraState.stopped)
     private let task = Locked<Task<Void, Never>?>(nil)
     private let lastFrame = Locked<UInt64>(0)
+    private let lastErrorBox = Locked<String?>(nil)
     let logger: Logger
     let name: String
     let stats: DriverStats
@@ -44,9 +49,14 @@ public final class DriverLifecycle: Sendable {
     /// Starts the stall clock afresh (at the start of a session).
     public func resetStallClock() { lastFrame.withLock { $0 = MonotonicClock.nanos() } }
 
+    /// The last session error, for diagnostics.
+    public var lastError: String? { lastErrorBox.withLock { $0 } }
+
     /// Runs `session` again and again until `stop()`: each return or error is a drop, followed by
-    /// a back-off pause and a reconnect.
-    public func start(session: @escaping @Sendable () async throws -> Void) {
+    /// `afterSession` (drop per-session state), a back-off pause and a reconnect. A
+    /// `FatalDriverError` ends the loop with the state `failed`.
+    public func start(session: @escaping @Sendable () async throws -> Void,
+                      afterSession: @escaping @Sendable () -> Void = {}) {
         let t = Task { [self] in
             var backoff: Duration = .milliseconds(250)
             var first = true
@@ -59,9 +69,16 @@ public final class DriverLifecycle: Sendable {
                     backoff = .milliseconds(250)
                 } catch is CancellationError {
                     break
+                } catch let e as any FatalDriverError {
+                    lastErrorBox.withLock { $0 = e.description }
+                    logger.error("camera \(name): \(e.description); not retrying")
+                    setState(.failed)
+                    return
                 } catch {
+                    lastErrorBox.withLock { $0 = "\(error)" }
                     logger.warning("camera \(name): \(error)")
                 }
+                afterSession()
                 if Task.isCancelled { break }
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, maxBackoff)

@@ -28,11 +28,28 @@ public enum VendorRegistry {
             SonyDriver(endpoint: HTTPURL(host: url.host, port: url.port(default: 8080), target: "/sony/camera"),
                        group: group, cameraIndex: index, logger: logger)
         }),
+        Vendor(scheme: "panasonic", defaultPort: 80, validate: { url throws(CameraSpecError) in
+            guard PanasonicEndpoint.parse(url: url.description) != nil else {
+                throw .badURL(url.description, "expected panasonic://HOST[:PORT][?lvport=UDP_PORT&name=NAME]")
+            }
+        }, makeDriver: { url, group, index, logger in
+            guard let driver = PanasonicDriver(url: url.description, group: group, cameraIndex: index, logger: logger) else {
+                throw CameraSpecError.badURL(url.description, "expected panasonic://HOST[:PORT][?lvport=UDP_PORT&name=NAME]")
+            }
+            return driver
+        }),
     ]
 
     static let emulators: [EmulatorKind] = [
         EmulatorKind(vendor: "sony", make: { host, port, fps, source, group in
             SonyEmulator(host: host, port: port, fps: fps, source: source, group: group)
+        }),
+        EmulatorKind(vendor: "panasonic", make: { host, port, fps, _, group in
+            // LUMIX bodies send a VGA (4:3) live view, whatever the gateway's emulator size.
+            var config = PanasonicEmulator.Configuration()
+            config.fps = fps
+            return PanasonicEmulator(host: host, port: port, configuration: config,
+                                     source: try TestPatternSource(width: 640, height: 480), group: group)
         }),
     ]
 

@@ -1,0 +1,289 @@
+public import LiveViewCore
+public import Logging
+public import NIOCore
+import NIOPosix
+
+/// Driver for Panasonic LUMIX cameras (and Leica bodies on the same platform) over `cam.cgi`:
+/// access-control handshake, `camcmd&value=recmode`, UDP live view (`startstream`) on a socket bound
+/// before the request, a `getstate` keep-alive so the camera does not end the stream, a stall
+/// watchdog, and reconnect with back-off.
+public final class PanasonicDriver: CameraDriver, @unchecked Sendable {
+    public let vendor = "panasonic"
+    public let stats = DriverStats()
+    public let camcgi: PanasonicCamCGI
+    public let endpoint: PanasonicEndpoint
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let cameraIndex: Int
+    private let pool = FramePool(capacity: 24, frameBytes: 128 * 1024)
+    private let channelBox = Locked<(any Channel)?>(nil)
+    private let offeredBox = Locked<PanasonicVocabulary.Offered?>(nil)
+    private let boundPort = Locked<Int?>(nil)
+
+    /// Interval of the `getstate` keep-alive (the camera ends the stream after ~10–12 s of silence).
+    public var keepAliveInterval: Duration = .seconds(2)
+    /// No frame for this long: re-issue `startstream`; for twice as long: reconnect.
+    public var stallTimeout: Duration = .seconds(2)
+    private let lifecycle: DriverLifecycle
+
+    public init(endpoint: PanasonicEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
+        self.endpoint = endpoint
+        self.group = group
+        self.cameraIndex = cameraIndex
+        self.logger = logger
+        self.camcgi = PanasonicCamCGI(endpoint: endpoint, group: group, logger: logger)
+        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats)
+    }
+
+    /// Convenience: from a `panasonic://…` URL; nil when it does not parse.
+    public convenience init?(url: String, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
+        guard let ep = PanasonicEndpoint.parse(url: url) else { return nil }
+        self.init(endpoint: ep, group: group, cameraIndex: cameraIndex, logger: logger)
+    }
+
+    public var state: CameraState { lifecycle.state }
+    /// The UDP port the live-view socket is bound to (nil while not streaming).
+    public var liveViewPort: Int? { boundPort.withLock { $0 } }
+    /// The last session error, for diagnostics.
+    public var lastError: String? { lifecycle.lastError }
+
+    public func start(hub: FrameHub) {
+        let publisher = FramePublisher(hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex)
+        lifecycle.start(session: { [self] in try await self.session(publisher: publisher) },
+                        afterSession: { [camcgi] in camcgi.invalidate() })
+    }
+
+    public func stop() async {
+        channelBox.withLock { $0 }?.close(promise: nil)
+        await lifecycle.stop()
+    }
+
+    /// One session: handshake, record mode, UDP socket, startstream, then keep-alive and watchdog
+    /// until the stream stalls for good, the camera disappears, or the driver stops.
+    private func session(publisher: FramePublisher) async throws {
+        try await camcgi.ensureAccess()
+        do {
+            try await camcgi.call(mode: "camcmd", value: "recmode")
+        } catch CameraControlError.camera(let code, _) where code == PanasonicResult.code("err_critical") {
+            // S5II answers err_critical to recmode while switching anyway; startstream decides.
+        }
+        await refreshOffered()
+        let channel = try await bindLiveView(publisher: publisher)
+        channelBox.withLock { $0 = channel }
+        defer {
+            channel.close(promise: nil)
+            channelBox.withLock { $0 = nil }
+            boundPort.withLock { $0 = nil }
+        }
+        let port = channel.localAddress?.port ?? endpoint.liveViewPort
+        boundPort.withLock { $0 = port }
+        try await camcgi.call(mode: "startstream", value: String(port))
+        lifecycle.resetStallClock()
+        var lastKeepAlive = ContinuousClock.now
+        var keepAliveFailures = 0
+        var restartedStream = false
+        let stallNanos = UInt64(stallTimeout.components.seconds) * 1_000_000_000
+            + UInt64(stallTimeout.components.attoseconds / 1_000_000_000)
+        do {
+            while channel.isActive {
+                try await Task.sleep(for: .milliseconds(100))
+                if ContinuousClock.now - lastKeepAlive >= keepAliveInterval {
+                    lastKeepAlive = ContinuousClock.now
+                    do {
+                        let r = try await camcgi.call(mode: "getstate", timeout: .seconds(2))
+                        keepAliveFailures = 0
+                        if r.elements["cammode"] == "play" {
+                            logger.info("panasonic \(endpoint): camera left record mode; re-entering it")
+                            _ = try? await camcgi.call(mode: "camcmd", value: "recmode", timeout: .seconds(2))
+                            _ = try? await camcgi.call(mode: "startstream", value: String(port), timeout: .seconds(2))
+                        }
+                    } catch CameraControlError.unavailable(let why) {
+                        keepAliveFailures += 1
+                        if keepAliveFailures >= 2 { throw CameraControlError.unavailable(why) }
+                    } catch let e as CameraControlError {
+                        // Busy and the like: the camera is there; the watchdog judges the stream.
+                        logger.debug("panasonic keep-alive: \(e)")
+                    }
+                }
+                let idle = lifecycle.idleNanos
+                if idle > stallNanos && !restartedStream {
+                    // The camera may have ended the stream (timeout, mode change): ask again once.
+                    logger.info("panasonic \(endpoint): no frame for \(idle / 1_000_000) ms; re-issuing startstream")
+                    restartedStream = true
+                    try await camcgi.call(mode: "startstream", value: String(port), timeout: .seconds(2))
+                } else if idle > 2 * stallNanos {
+                    throw CameraControlError.unavailable("live view stalled for \(idle / 1_000_000) ms")
+                } else if idle < stallNanos {
+                    restartedStream = false
+                }
+            }
+        } catch {
+            if Task.isCancelled {
+                _ = try? await camcgi.raw(PanasonicCamCGI.target(mode: "stopstream"), timeout: .seconds(1))
+                throw CancellationError()
+            }
+            throw error
+        }
+        if Task.isCancelled {
+            _ = try? await camcgi.raw(PanasonicCamCGI.target(mode: "stopstream"), timeout: .seconds(1))
+            throw CancellationError()
+        }
+    }
+
+    private func bindLiveView(publisher: FramePublisher) async throws -> any Channel {
+        let expected = Self.isIPv4Literal(endpoint.host) ? endpoint.host : nil
+        let lifecycle = self.lifecycle
+        let handler = PanasonicLiveViewHandler(
+            publisher: publisher, expectedSource: expected, onFrame: { lifecycle.frameArrived() })
+        // Loopback cameras (emulators) get a loopback-only socket; real ones send from their own
+        // network, so the socket listens on every interface.
+        let host = endpoint.isLoopback ? (endpoint.host == "::1" ? "::1" : "127.0.0.1") : "0.0.0.0"
+        func bootstrap() -> DatagramBootstrap {
+            DatagramBootstrap(group: group)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536))
+                .channelOption(.maxMessagesPerRead, value: 8)
+                .channelInitializer { ch in
+                    ch.eventLoop.makeCompletedFuture { try ch.pipeline.syncOperations.addHandler(handler) }
+                }
+        }
+        do {
+            return try await bootstrap().bind(host: host, port: endpoint.liveViewPort).get()
+        } catch where endpoint.liveViewPort != 0 {
+            logger.warning("panasonic: UDP port \(endpoint.liveViewPort) unavailable (\(error)); using any free port")
+            return try await bootstrap().bind(host: host, port: 0).get()
+        }
+    }
+
+    static func isIPv4Literal(_ s: String) -> Bool {
+        let parts = s.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    // MARK: Offered values
+
+    /// Reads what the camera offers (allmenu lists, lens ranges); failures keep the defaults.
+    private func refreshOffered() async {
+        var offered = PanasonicVocabulary.Offered.defaults
+        if let menu = try? await camcgi.call(mode: "getinfo", type: "allmenu", timeout: .seconds(10)) {
+            offered.apply(menu: PanasonicXML.menuValues(menu.text))
+        }
+        if let lens = try? await camcgi.raw(PanasonicCamCGI.target(mode: "getinfo", type: "lens"), timeout: .seconds(3)),
+           lens.result == "ok" {
+            offered.apply(lens: lens.fields)
+        }
+        offeredBox.withLock { $0 = offered }
+    }
+
+    /// The offered values, read from the camera when not known yet.
+    public func offered() async -> PanasonicVocabulary.Offered {
+        if let o = offeredBox.withLock({ $0 }) { return o }
+        await refreshOffered()
+        return offeredBox.withLock { $0 } ?? .defaults
+    }
+
+    // MARK: Properties
+
+    public func properties() async throws -> [CameraProperty] {
+        var out: [CameraProperty] = []
+        var lastError: (any Error)?
+        for name in PropertyName.allCases {
+            do { out.append(try await property(name)) } catch { lastError = error }
+        }
+        if out.isEmpty {
+            throw lastError ?? CameraControlError.unavailable("camera not connected")
+        }
+        return out
+    }
+
+    /// Reads one property (`getsetting`) with the values the camera offers.
+    public func property(_ name: PropertyName) async throws -> CameraProperty {
+        let type = PanasonicVocabulary.settingType(name)
+        let reply = try await camcgi.call(mode: "getsetting", type: type)
+        let raw = reply.settings[type]
+        let o = await offered()
+        switch name {
+        case .whiteBalance:
+            return CameraProperty(name: name, value: raw.map { .text(PanasonicVocabulary.commonWhiteBalance($0)) },
+                                  displayText: raw, choices: o.whiteBalance.map { .text(PanasonicVocabulary.commonWhiteBalance($0)) },
+                                  writable: !o.whiteBalance.isEmpty)
+        case .iso:
+            return CameraProperty(name: name, value: raw.map(PanasonicVocabulary.commonISO), displayText: raw,
+                                  choices: o.iso.map(PanasonicVocabulary.commonISO), writable: !o.iso.isEmpty)
+        case .shutterSpeed:
+            let choices = o.shutterThirds.compactMap { PanasonicVocabulary.shutterNames[$0] }.map { PropertyValue.text($0) }
+            return CameraProperty(name: name, value: raw.flatMap(PanasonicVocabulary.commonShutter).map { .text($0) },
+                                  displayText: raw, choices: choices, writable: !choices.isEmpty)
+        case .aperture:
+            let choices = o.apertureThirds.map { PropertyValue.text(PanasonicVocabulary.apertureNames[$0]) }
+            return CameraProperty(name: name, value: raw.flatMap(PanasonicVocabulary.commonAperture).map { .text($0) },
+                                  displayText: raw, choices: choices, writable: !choices.isEmpty)
+        case .exposureCompensation:
+            let choices = o.exposure.compactMap(PanasonicVocabulary.ev).map(PanasonicVocabulary.commonEV)
+            return CameraProperty(name: name, value: raw.flatMap(PanasonicVocabulary.ev).map(PanasonicVocabulary.commonEV),
+                                  displayText: raw, choices: choices, writable: !choices.isEmpty)
+        case .focusMode:
+            return CameraProperty(name: name, value: raw.map { .text(PanasonicVocabulary.commonFocusMode($0)) },
+                                  displayText: raw, choices: o.focusMode.map { .text(PanasonicVocabulary.commonFocusMode($0)) },
+                                  writable: !o.focusMode.isEmpty)
+        }
+    }
+
+    /// The Panasonic value for a common one, validated against what the camera offers.
+    public func panasonicValue(_ name: PropertyName, _ value: PropertyValue) async throws -> String {
+        let o = await offered()
+        let text = value.description
+        func invalid(_ valid: [String]) -> CameraControlError {
+            .invalidValue(property: name, value: text, valid: valid)
+        }
+        switch name {
+        case .whiteBalance:
+            guard let v = PanasonicVocabulary.panasonicWhiteBalance(text, offered: o.whiteBalance) else {
+                throw invalid(o.whiteBalance.map(PanasonicVocabulary.commonWhiteBalance))
+            }
+            return v
+        case .iso:
+            let v = PanasonicVocabulary.panasonicISO(value)
+            guard o.iso.contains(v) else { throw invalid(o.iso.map { PanasonicVocabulary.commonISO($0).description }) }
+            return v
+        case .shutterSpeed:
+            let valid = o.shutterThirds.compactMap { PanasonicVocabulary.shutterNames[$0] }
+            guard let k = PanasonicVocabulary.shutterThirds(text), o.shutterThirds.contains(k) else { throw invalid(valid) }
+            return PanasonicVocabulary.shutterValue(thirds: k)
+        case .aperture:
+            let valid = o.apertureThirds.map { PanasonicVocabulary.apertureNames[$0] }
+            guard let k = PanasonicVocabulary.apertureThirds(text), o.apertureThirds.contains(k) else { throw invalid(valid) }
+            return PanasonicVocabulary.apertureValue(thirds: k)
+        case .exposureCompensation:
+            let wanted: Double?
+            switch value {
+            case .number(let d): wanted = d
+            case .text(let t): wanted = Double(t)
+            }
+            let valid = o.exposure.compactMap(PanasonicVocabulary.ev)
+            guard let w = wanted, let i = valid.firstIndex(where: { CommonValues.sameEV($0, w) }) else {
+                throw invalid(valid.map(CommonValues.evText))
+            }
+            return o.exposure.filter { PanasonicVocabulary.ev($0) != nil }[i]
+        case .focusMode:
+            let v = PanasonicVocabulary.panasonicFocusMode(text)
+            guard o.focusMode.contains(v) else { throw invalid(o.focusMode.map(PanasonicVocabulary.commonFocusMode)) }
+            return v
+        }
+    }
+
+    public func setProperty(_ name: PropertyName, to value: PropertyValue) async throws {
+        let v = try await panasonicValue(name, value)
+        try await camcgi.call(mode: "setsetting", type: PanasonicVocabulary.settingType(name), value: v)
+    }
+
+    /// Touch-AF: the point in JPEG pixels → Panasonic's 0..1000 grid, sent as
+    /// `camctrl&type=touch&value=X/Y&value2=on` followed by `value2=off` (a tap).
+    public func touchFocus(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws {
+        let p = AFCoordinateSpace.panasonic.toCamera(x: x, y: y, imageWidth: imageWidth, imageHeight: imageHeight)
+        let value = "\(Int(p.x.rounded()))/\(Int(p.y.rounded()))"
+        try await camcgi.call(mode: "camctrl", type: "touch", value: value, value2: "on")
+        _ = try? await camcgi.call(mode: "camctrl", type: "touch", value: value, value2: "off")
+    }
+}

@@ -1,0 +1,166 @@
+import CameraEmulators
+import CameraKit
+import CameraWire
+import Foundation
+import LiveViewCore
+import Logging
+import NIOPosix
+import Testing
+
+@Suite(.serialized) struct PanasonicFaultTests {
+    @Test func cameraKilledAndRestartedStreamsAgainWithinFiveSeconds() async throws {
+        let s = try await PanasonicSetup.make()
+        #expect(await s.collector.wait(for: 10))
+        let port = s.emulator.port
+        await s.emulator.stop()
+        #expect(await panasonicEventually(6) { s.driver.state != .streaming })
+        // A new body on the same address (it has forgotten the registration and the stream).
+        var config = PanasonicEmulator.Configuration()
+        config.access = .reqAcc
+        let second = try PanasonicEmulator(port: port, configuration: config, group: MultiThreadedEventLoopGroup.singleton)
+        _ = try await second.start()
+        let n = s.collector.count
+        let t0 = Date()
+        #expect(await s.collector.wait(for: n + 10, seconds: 5))
+        let took = Date().timeIntervalSince(t0)
+        #expect(took < 5, "frames again after \(took) s")
+        #expect(s.driver.state == .streaming)
+        #expect(s.driver.stats.reconnects >= 1)
+        #expect(second.requests(mode: "accctrl").last?.result == "ok", "registered again with the new body")
+        await s.driver.stop()
+        await second.stop()
+    }
+
+    @Test func stalledCameraIsNoticedAndTheStreamComesBack() async throws {
+        let s = try await PanasonicSetup.make(keepAlive: .milliseconds(500))
+        #expect(await s.collector.wait(for: 10))
+        s.emulator.inject(.stall(seconds: 3))
+        let stalledAt = MonotonicClock.nanos()
+        try await Task.sleep(for: .milliseconds(500))
+        let n = s.collector.count
+        #expect(await s.collector.wait(for: n + 15, seconds: 6))
+        let gap = s.collector.largestGap(after: stalledAt - 100_000_000)
+        #expect(gap >= 2.5, "the stall was real: \(gap) s")
+        // The watchdog re-issued startstream (or reconnected) while the camera was silent.
+        #expect(s.emulator.requests(mode: "startstream").count >= 2)
+        await s.shutdown()
+    }
+
+    @Test func disconnectedStreamIsRestarted() async throws {
+        let s = try await PanasonicSetup.make(keepAlive: .milliseconds(500))
+        #expect(await s.collector.wait(for: 10))
+        s.emulator.inject(.disconnect)
+        #expect(await panasonicEventually(1) { !s.emulator.isStreaming })
+        let n = s.collector.count
+        let t0 = Date()
+        #expect(await s.collector.wait(for: n + 10, seconds: 5))
+        #expect(Date().timeIntervalSince(t0) < 5)
+        #expect(s.emulator.requests(mode: "startstream").count >= 2)
+        await s.shutdown()
+    }
+
+    @Test func droppedDatagramsCostFramesButNotTheSession() async throws {
+        let s = try await PanasonicSetup.make(keepAlive: .milliseconds(500))
+        #expect(await s.collector.wait(for: 5))
+        s.emulator.inject(.dropEveryNthDatagram(3))
+        try await Task.sleep(for: .milliseconds(300))
+        let n0 = s.collector.count
+        let seq0 = s.collector.all.last?.seq ?? 0
+        try await Task.sleep(for: .seconds(2))
+        let got = s.collector.all.filter { ($0.seq ?? 0) > seq0 }
+        await s.shutdown()
+        let fps = Double(s.collector.count - n0) / 2
+        #expect(fps > 15 && fps < 25, "two of three frames arrive: \(fps) fps")
+        // The sequence numbers show the holes (every third one missing).
+        let seqs = got.compactMap(\.seq)
+        let holes = zip(seqs, seqs.dropFirst()).filter { $1 - $0 == 2 }.count
+        #expect(holes >= 15)
+        #expect(s.driver.stats.reconnects == 0)
+        #expect(s.emulator.requests(mode: "startstream").count == 1)
+    }
+}
+
+/// The emulator's datagrams against the conformance capture (a synthetic pcap built from the notes,
+/// frame 0 carrying the real GX7 JPEG).
+@Suite(.enabled(if: FileManager.default.fileExists(atPath: PanasonicFixtures.capture),
+                "needs /work/shared/conformance/captures/lumix-af.pcap"))
+struct PanasonicConformanceTests {
+    struct Shape: Equatable {
+        var version: UInt16
+        var exType: UInt16
+        var orientation: UInt8
+        var entryFlag: UInt8
+        var totalSizeMatches: Bool
+        var jpegAtHeaderOffset: Bool
+        var endsWithEOI: Bool
+    }
+
+    static func shape(_ d: [UInt8]) -> Shape {
+        func be16(_ i: Int) -> UInt16 { UInt16(d[i]) << 8 | UInt16(d[i + 1]) }
+        let n = Int(be16(30))
+        return Shape(version: be16(2), exType: be16(32) == 5 ? 1 : be16(32), orientation: d[42], entryFlag: d[46],
+                     totalSizeMatches: Int(be16(0)) == d.count,
+                     jpegAtHeaderOffset: d[32 + n] == 0xFF && d[33 + n] == 0xD8,
+                     endsWithEOI: d.suffix(2) == [0xFF, 0xD9])
+    }
+
+    @Test func emulatorDatagramsParseLikeTheCapture() async throws {
+        // The capture.
+        let bytes = try #require(FileManager.default.contents(atPath: PanasonicFixtures.capture))
+        var reader = try PcapReader(Array(bytes))
+        var captured: [[UInt8]] = []
+        while let rec = try reader.next() {
+            if let u = PacketDecoder.udp(linkType: reader.linkType, frame: rec.data), u.destinationPort == 49152 {
+                captured.append(Array(u.payload))
+            }
+        }
+        #expect(captured.count == 10)
+        var parser = PanasonicLiveViewParser()
+        var capturedFrames: [WireFrame] = []
+        for d in captured {
+            parser.ingest(d[...], offset: nil) { if case .frame(let f) = $0 { capturedFrames.append(f) } }
+        }
+        #expect(capturedFrames.count == 10)
+        #expect(capturedFrames.first?.af.first?.kind == .af)
+
+        // The emulator, streaming to a socket of ours.
+        let group = MultiThreadedEventLoopGroup.singleton
+        var config = PanasonicEmulator.Configuration()
+        config.access = .none
+        let emulator = try PanasonicEmulator(configuration: config, group: group)
+        let port = try await emulator.start()
+        let receiver = try PanasonicUDPCounter()
+        defer { receiver.close() }
+        let http = HTTPClient(group: group)
+        for q in ["mode=camcmd&value=recmode", "mode=startstream&value=\(receiver.port)"] {
+            _ = try await http.request("GET", HTTPURL(host: "127.0.0.1", port: port, target: "/cam.cgi?\(q)"))
+        }
+        #expect(await panasonicEventually(3) { receiver.datagrams.count >= 8 })
+        await emulator.stop()
+        let emitted = receiver.datagrams
+        try #require(emitted.count >= 8)
+
+        // Same header layout as the capture …
+        let reference = Self.shape(captured[0])
+        for d in emitted { #expect(Self.shape(d) == reference) }
+        for d in captured { #expect(Self.shape(d) == reference) }
+        #expect(Set(emitted.map { Int($0[30]) << 8 | Int($0[31]) }).isSubset(of: Set(captured.map { Int($0[30]) << 8 | Int($0[31]) })),
+                "N as in the capture (98)")
+        // … increasing seqNo, and the same parse: 640x480 baseline frames with AF boxes.
+        var seqs: [Int64] = []
+        var frames = 0
+        for d in emitted {
+            parser.ingest(d[...], offset: nil) {
+                guard case .frame(let f) = $0 else { Issue.record("emulator datagram rejected"); return }
+                frames += 1
+                seqs.append(f.seq ?? -1)
+                #expect(f.width == capturedFrames[0].width && f.height == capturedFrames[0].height)
+                #expect(f.info.isBaseline == capturedFrames[0].info.isBaseline)
+                #expect(f.af.count == 1)
+                #expect(f.af.allSatisfy { $0.pixels.width > 0 && $0.pixels.height > 0 })
+            }
+        }
+        #expect(frames == emitted.count)
+        for (a, b) in zip(seqs, seqs.dropFirst()) { #expect(b == a + 1) }
+    }
+}
