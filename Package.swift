@@ -1,18 +1,10 @@
 // swift-tools-version:6.0
-import Foundation
 import PackageDescription
 
 let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
-
-/// Vendor folders being written; not built until they are integrated.
-func inProgress(_ target: String) -> [String] {
-    ["Bandit", "PTP"].filter {
-        FileManager.default.fileExists(atPath: "\(Context.packageDirectory)/Sources/\(target)/\($0)")
-    }
-}
 
 let package = Package(
     name: "livegate",
@@ -54,7 +46,6 @@ let package = Package(
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"),
                            .product(name: "Logging", package: "swift-log")],
-            exclude: inProgress("CameraKit"),
             swiftSettings: strict),
         .target(
             name: "CameraEmulators",
@@ -63,7 +54,6 @@ let package = Package(
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"),
                            .product(name: "Logging", package: "swift-log")],
-            exclude: inProgress("CameraEmulators"),
             swiftSettings: strict),
         .target(
             name: "Gateway",
@@ -88,8 +78,6 @@ let package = Package(
         .testTarget(
             name: "CameraKitTests",
             dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore"],
-            sources: ["SonyDriverTests.swift", "PanasonicDriverTests.swift", "PanasonicControlTests.swift",
-                      "PanasonicFaultTests.swift", "DiscoveryTests.swift"],
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",

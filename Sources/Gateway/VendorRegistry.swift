@@ -38,7 +38,28 @@ public enum VendorRegistry {
             }
             return driver
         }),
-    ]
+        Vendor(scheme: "bandit", defaultPort: 80, validate: { url throws(CameraSpecError) in
+            guard BanditEndpoint.parse(url: url.description) != nil else {
+                throw .badURL(url.description, "expected bandit://HOST[:PORT][?udp=PORT]")
+            }
+        }, makeDriver: { url, group, index, logger in
+            guard let driver = BanditDriver(url: url.description, group: group, cameraIndex: index, logger: logger) else {
+                throw CameraSpecError.badURL(url.description, "expected bandit://HOST[:PORT][?udp=PORT]")
+            }
+            return driver
+        }),
+    ] + ["ptpip", "nikon", "canon", "sony-ptp", "fuji"].map { scheme in
+        Vendor(scheme: scheme, defaultPort: scheme == "fuji" ? 55740 : 15740, validate: { url throws(CameraSpecError) in
+            guard PTPEndpoint.parse(url: url.description) != nil else {
+                throw .badURL(url.description, "expected \(scheme)://HOST[:PORT]\(scheme == "ptpip" ? "[?vendor=nikon|canon|sony-ptp|fuji]" : "")")
+            }
+        }, makeDriver: { url, group, index, logger in
+            guard let driver = PTPDriver(url: url.description, group: group, cameraIndex: index, logger: logger) else {
+                throw CameraSpecError.badURL(url.description, "not a PTP/IP camera URL")
+            }
+            return driver
+        })
+    }
 
     static let emulators: [EmulatorKind] = [
         EmulatorKind(vendor: "sony", make: { host, port, fps, source, group in
@@ -51,7 +72,14 @@ public enum VendorRegistry {
             return PanasonicEmulator(host: host, port: port, configuration: config,
                                      source: try TestPatternSource(width: 640, height: 480), group: group)
         }),
-    ]
+        EmulatorKind(vendor: "bandit", make: { host, port, fps, source, group in
+            BanditEmulator(host: host, port: port, fps: fps, source: source, group: group, sentFrameHistory: 0)
+        }),
+    ] + PTPEmulatorKind.allCases.map { kind in
+        EmulatorKind(vendor: kind.rawValue, make: { host, port, fps, source, group in
+            PTPEmulator(kind: kind, host: host, port: port, fps: fps, source: source, group: group)
+        })
+    }
 
     /// Supported URL schemes.
     public static var schemes: [String] { vendors.map(\.scheme) }

@@ -194,7 +194,7 @@ final class RTSPCamera: Sendable {
     private let subscription = Mutex<AnnotatedStream.Subscription?>(nil)
     private let rawPacer: FramePacer
     private let rawWorker: FrameWorker
-    private let counters = RTSPCounters()
+    let counters = RTSPCounters()
 
     final class RTSPCounters: Sendable {
         let h264In = Atomic<Int>(0)

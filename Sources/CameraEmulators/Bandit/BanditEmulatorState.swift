@@ -1,0 +1,325 @@
+import Foundation
+import LiveViewCore
+import NIOCore
+import NIOHTTP1
+
+/// The emulated Bandit's settings, status and REST dispatch (bandit.md §2). Thread-safe.
+final class BanditEmulatorState: @unchecked Sendable {
+    struct Camera {
+        var serialNumber = "EMU-BANDIT-0001"
+        var bleCameraID = "5c1a93e0"
+        var bleVerificationCode = "20161234"
+        var bools: [String: Bool] = [
+            "gnss_enabled": true, "sound_enabled": true, "lights_enabled": true, "image_rotation_enabled": false,
+            "external_microphone_enabled": false, "video_stabilisation_enabled": false,
+        ]
+        var metering = "normal"
+        var whiteBalance = "auto"
+    }
+
+    struct Scene {
+        var mode = "auto"
+        var values: [String: Int] = ["brightness": 50, "contrast": 50, "hue": 50, "saturation": 50, "sharpness": 50]
+    }
+
+    struct Video {
+        var mode = "normal"
+        var resolution = "1080p"
+        var framerate = 30
+        var fov = "wide"
+        var slowMotionRate = 1
+        var intervalSecs = 0.0
+    }
+
+    struct Values {
+        var camera = Camera()
+        var scene = Scene()
+        var video = Video()
+        var recording = false
+        var recordingStartNanos: UInt64 = 0
+        var recordedFrames = 0
+        var viewfinderActive = false
+        var viewfinderPort = 0
+        var viewfinderDestination: SocketAddress?
+        var videos = 0
+    }
+
+    static let whiteBalanceModes = ["auto", "7500K", "5000K", "4000K", "3000K", "2000K"]
+    static let meteringModes = ["center", "normal", "wide"]
+    static let sceneModes = ["auto", "bright", "night", "underwater"]
+
+    /// Every (mode, resolution, framerate, fov) the emulated camera records.
+    static var videoCapabilities: [[String: Any]] {
+        var out: [[String: Any]] = []
+        func add(_ mode: String, _ res: String, _ fps: Int, _ fovs: [String], rate: Int = 1, interval: Double = 0) {
+            for fov in fovs {
+                out.append(["mode": mode, "resolution": res, "framerate_fps": fps, "fov": fov,
+                            "slow_motion_rate": rate, "interval_secs": interval])
+            }
+        }
+        add("normal", "4k", 15, ["wide"])
+        add("normal", "2.7k", 30, ["wide"])
+        add("normal", "1080p", 30, ["normal", "wide"])
+        add("normal", "1080p", 60, ["normal", "wide"])
+        add("normal", "720p", 60, ["normal", "wide"])
+        add("normal", "720p", 120, ["wide"])
+        add("normal", "wvga", 180, ["wide"])
+        add("slow_motion", "1080p", 60, ["wide"], rate: 2)
+        add("slow_motion", "720p", 120, ["wide"], rate: 4)
+        add("slow_motion", "wvga", 180, ["wide"], rate: 6)
+        add("time_lapse", "4k", 15, ["wide"], interval: 1)
+        add("night_lapse", "4k", 15, ["wide"], interval: 5)
+        return out
+    }
+
+    static var imageCapabilities: [[String: Any]] {
+        [
+            ["mode": "single", "resolution": "16MP"], ["mode": "single", "resolution": "8MP"],
+            ["mode": "burst", "resolution": "8MP", "burst_count": 10, "count": 10],
+            ["mode": "continuous", "resolution": "8MP", "interval_secs": 1],
+        ]
+    }
+
+    let values = Locked(Values())
+    private let log = Locked<[(method: String, path: String, body: String)]>([])
+    var backchannelPort = 0
+
+    var requests: [(method: String, path: String, body: String)] { log.withLock { $0 } }
+
+    /// What the REST handler answers.
+    struct Reply {
+        var status: HTTPResponseStatus
+        var body: [UInt8]
+        static func json(_ o: Any, _ status: HTTPResponseStatus = .ok) -> Reply {
+            let d = (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data("{}".utf8)
+            return Reply(status: status, body: Array(d))
+        }
+        static let empty = Reply(status: .ok, body: [])
+        static func error(_ status: HTTPResponseStatus, _ message: String) -> Reply {
+            json(["error": message], status)
+        }
+    }
+
+    /// Side effects a request asks the emulator to carry out (outside the lock).
+    enum Effect {
+        case notify(name: String, payload: Any)
+    }
+
+    /// Handles one request. `peer` is the HTTP client's address (the viewfinder's destination IP).
+    func handle(method: String, uri: String, body: [UInt8], peer: SocketAddress?) -> (Reply, [Effect]) {
+        let path = uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
+        log.withLock { $0.append((method, path, String(decoding: body, as: UTF8.self))) }
+        var obj: [String: Any] = [:]
+        if !body.isEmpty, !body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D }) {
+            guard let o = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+                return (.error(.badRequest, "body is not a JSON object"), [])
+            }
+            obj = o
+        }
+        switch (method, path) {
+        case ("GET", "/api/version"):
+            return (.json(["version": "2", "revision": "1", "supported_versions": ["2"]]), [])
+        case ("GET", "/api/2/status"):
+            return (.json(status()), [])
+        case ("GET", "/api/2/settings"):
+            return (.json(settings()), [])
+        case ("GET", "/api/2/capabilities/recording"):
+            return (.json(["video": Self.videoCapabilities, "image": Self.imageCapabilities]), [])
+        case ("PUT", "/api/2/settings/camera"):
+            return (putCamera(obj), [])
+        case ("PUT", "/api/2/settings/scene"):
+            return (putScene(obj), [])
+        case ("POST", "/api/2/settings/video"):
+            return (postVideo(obj), [])
+        case ("PUT", "/api/2/settings/video"):
+            return (.json(videoJSON(values.withLock { $0.video })), [])
+        case ("POST", "/api/2/viewfinder"):
+            return postViewfinder(obj, peer: peer)
+        case ("POST", "/api/2/record"):
+            return postRecord(obj)
+        case ("GET", _), ("POST", _), ("PUT", _), ("DELETE", _):
+            return (.error(.notFound, "no such resource: \(path)"), [])
+        default:
+            return (.error(.methodNotAllowed, "method \(method)"), [])
+        }
+    }
+
+    func status() -> [String: Any] {
+        values.withLock { v in
+            let secs = v.recording ? Int((MonotonicClock.nanos() - v.recordingStartNanos) / 1_000_000_000) : 0
+            return [
+                "recording_active": v.recording, "recording_secs": secs, "recoding_secs": secs,
+                "battery_level_pct": 87, "battery_charging": false, "gnss_fix": false, "gnss_strength_pct": 0,
+                "heart_rate_sensor_connected": false, "cadence_sensor_connected": false, "preview_active": false,
+                "viewfinder_active": v.viewfinderActive, "viewfinder_streaming_port": v.viewfinderPort,
+                "backchannel_port": backchannelPort, "memory_free_bytes": Int64(24) << 30,
+                "remaining_time_secs": 14_400 - secs, "remaining_photos": 2_000, "transcoding_active": false,
+                "transcoding_progress": 0,
+            ]
+        }
+    }
+
+    func settings() -> [String: Any] {
+        values.withLock { v in
+            var camera: [String: Any] = [
+                "serial_number": v.camera.serialNumber, "ble_camera_id": v.camera.bleCameraID,
+                "ble_verification_code": v.camera.bleVerificationCode, "metering": v.camera.metering,
+                "white_balance_mode": v.camera.whiteBalance,
+            ]
+            for (k, b) in v.camera.bools { camera[k] = b }
+            var scene: [String: Any] = ["mode": v.scene.mode]
+            for (k, n) in v.scene.values { scene[k] = n }
+            return ["camera": camera, "wifi": ["ssid": "Bandit-EMU1"], "scene": scene, "video": videoJSON(v.video)]
+        }
+    }
+
+    func videoJSON(_ m: Video) -> [String: Any] {
+        ["mode": m.mode, "resolution": m.resolution, "framerate_fps": m.framerate, "fov": m.fov,
+         "slow_motion_rate": m.slowMotionRate, "interval_secs": m.intervalSecs, "scenes_disabled": [String]()]
+    }
+
+    /// `PUT settings/camera`: a partial camera object; every key must be known and every value valid,
+    /// or nothing changes (400). Read-only keys are accepted only with their current value.
+    private func putCamera(_ o: [String: Any]) -> Reply {
+        var c = values.withLock { $0.camera }
+        for (k, v) in o {
+            switch k {
+            case "white_balance_mode":
+                guard let s = v as? String, Self.whiteBalanceModes.contains(s) else {
+                    return .error(.badRequest, "white_balance_mode must be one of \(Self.whiteBalanceModes)")
+                }
+                c.whiteBalance = s
+            case "metering":
+                guard let s = v as? String, Self.meteringModes.contains(s) else {
+                    return .error(.badRequest, "metering must be one of \(Self.meteringModes)")
+                }
+                c.metering = s
+            case "serial_number", "ble_camera_id", "ble_verification_code":
+                let current = k == "serial_number" ? c.serialNumber : k == "ble_camera_id" ? c.bleCameraID : c.bleVerificationCode
+                guard v as? String == current else { return .error(.badRequest, "\(k) is read-only") }
+            default:
+                guard c.bools[k] != nil else { return .error(.badRequest, "unknown camera setting \(k)") }
+                guard let b = v as? Bool else {
+                    return .error(.badRequest, "\(k) must be a boolean")
+                }
+                c.bools[k] = b
+            }
+        }
+        values.withLock { $0.camera = c }
+        return .empty
+    }
+
+    private func putScene(_ o: [String: Any]) -> Reply {
+        var s = values.withLock { $0.scene }
+        for (k, v) in o {
+            if k == "mode" {
+                guard let m = v as? String, Self.sceneModes.contains(m) else {
+                    return .error(.badRequest, "scene mode must be one of \(Self.sceneModes)")
+                }
+                s.mode = m
+            } else if s.values[k] != nil {
+                guard let n = (v as? NSNumber)?.intValue, n >= 0, n <= 100 else {
+                    return .error(.badRequest, "\(k) must be an integer 0…100")
+                }
+                s.values[k] = n
+            } else {
+                return .error(.badRequest, "unknown scene setting \(k)")
+            }
+        }
+        values.withLock { $0.scene = s }
+        var out: [String: Any] = ["mode": s.mode]
+        for (k, n) in s.values { out[k] = n }
+        return .json(out)
+    }
+
+    /// `POST settings/video`: must name an offered (mode, resolution, framerate, fov) combination.
+    private func postVideo(_ o: [String: Any]) -> Reply {
+        guard let mode = o["mode"] as? String, let res = o["resolution"] as? String,
+              let fps = (o["framerate_fps"] as? NSNumber)?.intValue else {
+            return .error(.badRequest, "mode, resolution and framerate_fps are required")
+        }
+        let fov = o["fov"] as? String ?? "normal"
+        guard let cap = Self.videoCapabilities.first(where: {
+            $0["mode"] as? String == mode && $0["resolution"] as? String == res
+                && $0["framerate_fps"] as? Int == fps && $0["fov"] as? String == fov
+        }) else {
+            return .error(.badRequest, "video mode \(mode) \(res)@\(fps) \(fov) not supported")
+        }
+        let recording = values.withLock { $0.recording }
+        guard !recording else { return .error(.conflict, "recording") }
+        values.withLock {
+            $0.video = Video(mode: mode, resolution: res, framerate: fps, fov: fov,
+                             slowMotionRate: cap["slow_motion_rate"] as? Int ?? 1,
+                             intervalSecs: cap["interval_secs"] as? Double ?? 0)
+        }
+        return .empty
+    }
+
+    /// `POST viewfinder`: start needs a port 1…65535 and no active viewfinder (409 otherwise); stop is
+    /// accepted with or without `viewfinder_streaming_port` (iOS omits it, Android sends -1).
+    private func postViewfinder(_ o: [String: Any], peer: SocketAddress?) -> (Reply, [Effect]) {
+        guard let active = o["viewfinder_active"] as? Bool else {
+            return (.error(.badRequest, "viewfinder_active (bool) is required"), [])
+        }
+        if active {
+            guard let port = (o["viewfinder_streaming_port"] as? NSNumber)?.intValue, (1...65535).contains(port) else {
+                return (.error(.badRequest, "viewfinder_streaming_port must be 1…65535"), [])
+            }
+            guard let ip = peer?.ipAddress, let dest = try? SocketAddress(ipAddress: ip, port: port) else {
+                return (.error(.internalServerError, "no peer address"), [])
+            }
+            let started = values.withLock { v -> Bool in
+                guard !v.viewfinderActive else { return false }
+                v.viewfinderActive = true
+                v.viewfinderPort = port
+                v.viewfinderDestination = dest
+                return true
+            }
+            guard started else { return (.error(.conflict, "viewfinder already active"), []) }
+            return (.empty, [.notify(name: "viewfinder_started", payload: ["viewfinder_active": true])])
+        }
+        let wasActive = stopViewfinder()
+        return (.empty, wasActive ? [.notify(name: "viewfinder_stopped", payload: ["viewfinder_active": false])] : [])
+    }
+
+    /// Stops the viewfinder; true when it was running.
+    @discardableResult
+    func stopViewfinder() -> Bool {
+        values.withLock { v in
+            let was = v.viewfinderActive
+            v.viewfinderActive = false
+            v.viewfinderPort = 0
+            v.viewfinderDestination = nil
+            return was
+        }
+    }
+
+    private func postRecord(_ o: [String: Any]) -> (Reply, [Effect]) {
+        guard let active = o["recording_active"] as? Bool else {
+            return (.error(.badRequest, "recording_active (bool) is required"), [])
+        }
+        if active {
+            let ok = values.withLock { v -> Bool in
+                guard !v.recording else { return false }
+                v.recording = true
+                v.recordedFrames = 0
+                v.recordingStartNanos = MonotonicClock.nanos()
+                return true
+            }
+            guard ok else { return (.error(.conflict, "already recording"), []) }
+            return (.empty, [.notify(name: "recording_started", payload: ["recording_active": true])])
+        }
+        let video = values.withLock { v -> [String: Any]? in
+            guard v.recording else { return nil }
+            v.recording = false
+            v.videos += 1
+            let length = Double(v.recordedFrames) / Double(max(v.video.framerate, 1))
+            return ["id": String(format: "%08X", v.videos), "path": "DCIM/100TTCAM/TT\(v.videos).MP4",
+                    "created": "2016-05-01T12:00:00Z", "size_bytes": v.recordedFrames * 200_000,
+                    "length_secs": length, "nr_highlights": 0, "mode": v.video.mode, "aspect_ratio": "16:9",
+                    "resolution": v.video.resolution, "framerate_fps": v.video.framerate, "is_valid": true]
+        }
+        guard let video else { return (.empty, []) }
+        return (.empty, [.notify(name: "recording_stopped", payload: [video])])
+    }
+}

@@ -1,0 +1,502 @@
+import CameraWire
+import LiveViewCore
+
+/// Which camera a PTP emulator plays.
+public enum PTPEmulatorKind: String, Sendable, CaseIterable {
+    case nikon
+    case canon
+    case sony = "sony-ptp"
+    case fuji
+}
+
+/// One operation the emulator received: code, params and the data-out payload (if any).
+public struct PTPRequestRecord: Sendable, Hashable {
+    public var code: UInt16
+    public var params: [UInt32]
+    public var data: [UInt8]
+}
+
+/// A reply: response code, params, and a data-in payload.
+struct PTPReply {
+    var code: UInt16
+    var params: [UInt32] = []
+    var data: [UInt8]?
+}
+
+/// The emulated camera's state and operation dispatch, shared by the PTP/IP and Fuji servers.
+final class PTPEmulatorModel: @unchecked Sendable {
+    struct State {
+        var sessionOpen = false
+        var props: [UInt16: PTPEmulatedProperty] = [:]
+        var lvOn = false
+        var deviceReadyBusyLeft = 0
+        var lastServed: UInt64 = 0
+        var frameIndex = 0
+        var framesSent = 0
+        var busyReplies = 0
+        var stallUntil: UInt64 = 0
+        var sdioStage = 0
+        var eventMode: UInt32 = 0
+        var pendingEvents: [UInt8] = []
+        var reportedFocusIndex = -1
+        var captureOpen = false
+        /// Nikon: end live view by itself after this many frames (0 = never), like a D7000 after ~14 000.
+        var nikonDropEvery = 0
+        var servedSinceStart = 0
+    }
+
+    let kind: PTPEmulatorKind
+    let source: any EmulatorFrameSource
+    let intervalNanos: UInt64
+    let nikonUseEx: Bool
+    let nikonExHeaderSize: Int
+    let state: Locked<State>
+    let log = Locked<[PTPRequestRecord]>([])
+    /// Nikon whole-size AF space / Canon sensor size.
+    static let nikonWhole = (w: 6048, h: 3400)
+    static let canonSensor = (w: 6000, h: 4000)
+
+    init(kind: PTPEmulatorKind, source: any EmulatorFrameSource, fps: Double, nikonUseEx: Bool, nikonExHeaderSize: Int) {
+        self.kind = kind
+        self.source = source
+        self.intervalNanos = UInt64(1e9 / max(fps, 0.1))
+        self.nikonUseEx = nikonUseEx
+        self.nikonExHeaderSize = nikonExHeaderSize
+        var s = State()
+        for p in Self.initialProperties(kind) { s.props[p.code] = p }
+        state = Locked(s)
+    }
+
+    // MARK: Identity and properties
+
+    var deviceInfo: PTPEmulatedDeviceInfo {
+        let common: [UInt16] = [0x1001, 0x1002, 0x1003, 0x1008, 0x1009, 0x1014, 0x1015, 0x1016]
+        let props = state.withLock { Array($0.props.keys).sorted() }
+        switch kind {
+        case .nikon:
+            var ops = common + [0x9201, 0x9202, 0x9203, 0x9205, 0x90C8]
+            if nikonUseEx { ops.append(0x9428) }
+            return PTPEmulatedDeviceInfo(vendorExtensionID: 0x0A, vendorExtensionDesc: "microsoft.com: 1.0", operations: ops,
+                                      events: [0x4006, 0xC10C], properties: props, manufacturer: "Nikon Corporation",
+                                      model: nikonUseEx ? "Z emulated" : "D850 emulated", version: "V1.00",
+                                      serial: "0000001")
+        case .canon:
+            return PTPEmulatedDeviceInfo(vendorExtensionID: 0x0B, vendorExtensionDesc: "", operations: common + [
+                0x9110, 0x9114, 0x9115, 0x9116, 0x911D, 0x9127, 0x9153, 0x915B,
+            ], events: [0xC189, 0xC18A], properties: props, manufacturer: "Canon Inc.", model: "Canon EOS emulated",
+            version: "1-1.0.0", serial: "000000000001")
+        case .sony:
+            return PTPEmulatedDeviceInfo(vendorExtensionID: 0x06, vendorExtensionDesc: "Sony PTP Extensions",
+                                      operations: common + [0x9201, 0x9202, 0x9205, 0x9207, 0x9209],
+                                      events: [0xC201, 0xC203], properties: props, manufacturer: "Sony Corporation",
+                                      model: "ILCE emulated", version: "1.00", serial: "00000001")
+        case .fuji:
+            return PTPEmulatedDeviceInfo(vendorExtensionID: 0x06, vendorExtensionDesc: "fujifilm.co.jp: 1.0; ",
+                                      operations: common + [0x101C, 0x1018], events: [], properties: props,
+                                      manufacturer: "FUJIFILM", model: "X-H1", version: "1.00", serial: "EMU0001")
+        }
+    }
+
+    static func thirds(_ lo: Int, _ hi: Int) -> [Int64] { (lo...hi).map { Int64(($0 * 1000) / 3) } }
+
+    static func initialProperties(_ kind: PTPEmulatorKind) -> [PTPEmulatedProperty] {
+        let wb: [Int64] = [2, 4, 5, 6, 7, 0x8010, 0x8011]
+        let f: [Int64] = [280, 400, 560, 800, 1100, 1600]
+        func frac(_ n: Int64, _ d: Int64) -> Int64 { n << 16 | d }
+        switch kind {
+        case .nikon:
+            return [
+                PTPEmulatedProperty(code: 0x5005, type: 4, value: 2, allowed: wb),
+                PTPEmulatedProperty(code: 0x500F, type: 4, value: 400, allowed: [100, 200, 400, 800, 1600, 3200, 6400]),
+                PTPEmulatedProperty(code: 0xD100, type: 6, value: frac(1, 125), allowed: [
+                    frac(1, 4000), frac(1, 2000), frac(1, 1000), frac(1, 500), frac(1, 250), frac(1, 125), frac(1, 60),
+                    frac(1, 30), frac(1, 15), frac(10, 10), frac(20, 10),
+                ]),
+                PTPEmulatedProperty(code: 0x5007, type: 4, value: 560, allowed: f),
+                PTPEmulatedProperty(code: 0x5010, type: 3, value: 0, allowed: thirds(-9, 9)),
+                PTPEmulatedProperty(code: 0x500A, type: 4, value: 0x8010, allowed: [0x8010, 0x8011, 0x8012, 1]),
+                PTPEmulatedProperty(code: 0xD1A2, type: 2, value: 0, allowed: [], writable: false),
+                PTPEmulatedProperty(code: 0xD1A4, type: 6, value: 0, allowed: [], writable: false),
+            ]
+        case .sony:
+            return [
+                PTPEmulatedProperty(code: 0x5005, type: 4, value: 2, allowed: wb),
+                PTPEmulatedProperty(code: 0x5007, type: 4, value: 400, allowed: f),
+                PTPEmulatedProperty(code: 0x5010, type: 3, value: 0, allowed: thirds(-9, 9)),
+                PTPEmulatedProperty(code: 0xD20D, type: 6, value: frac(1, 60), allowed: [
+                    frac(1, 4000), frac(1, 1000), frac(1, 500), frac(1, 250), frac(1, 125), frac(1, 60), frac(1, 30),
+                    frac(10, 10), frac(25, 10),
+                ]),
+                PTPEmulatedProperty(code: 0xD21E, type: 6, value: 0x00FF_FFFF, allowed: [0x00FF_FFFF, 100, 200, 400, 800, 1600, 3200]),
+                PTPEmulatedProperty(code: 0xD25A, type: 2, value: 0, allowed: [0, 1]),
+                PTPEmulatedProperty(code: 0xD221, type: 2, value: 1, allowed: [], writable: false),
+            ]
+        case .canon:
+            return [
+                PTPEmulatedProperty(code: 0xD101, type: 6, value: 0x30, allowed: [0x20, 0x23, 0x25, 0x28, 0x30, 0x38, 0x40, 0x48]),
+                PTPEmulatedProperty(code: 0xD102, type: 6, value: 0x68, allowed: [0x50, 0x60, 0x68, 0x6B, 0x70, 0x75, 0x78, 0x80, 0x98]),
+                PTPEmulatedProperty(code: 0xD103, type: 6, value: 0, allowed: [0, 0x48, 0x4B, 0x50, 0x58, 0x60, 0x68]),
+                PTPEmulatedProperty(code: 0xD104, type: 6, value: 0, allowed: [0xF0, 0xF5, 0xF8, 0xFB, 0xFD, 0, 3, 5, 8, 0x0B, 0x10]),
+                PTPEmulatedProperty(code: 0xD108, type: 6, value: 0, allowed: [0, 1, 2, 3]),
+                PTPEmulatedProperty(code: 0xD109, type: 6, value: 0, allowed: [0, 1, 2, 3, 4, 5, 8]),
+                PTPEmulatedProperty(code: 0xD1B0, type: 6, value: 1, allowed: []),
+                PTPEmulatedProperty(code: 0xD1B1, type: 6, value: 0, allowed: []),
+            ]
+        case .fuji:
+            return [
+                PTPEmulatedProperty(code: 0xDF00, type: 4, value: 1, allowed: [], writable: false),
+                PTPEmulatedProperty(code: 0xDF01, type: 4, value: 0, allowed: []),
+                PTPEmulatedProperty(code: 0xDF24, type: 6, value: 0x0002_0001, allowed: []),
+            ]
+        }
+    }
+
+    // MARK: Lifecycle
+
+    /// The command connection went away: the session ends (a restarted camera starts clean).
+    func connectionLost() {
+        state.withLock { s in
+            s.sessionOpen = false
+            s.lvOn = false
+            s.sdioStage = 0
+            s.eventMode = 0
+            s.pendingEvents.removeAll()
+            s.captureOpen = false
+            s.reportedFocusIndex = -1
+            if kind == .nikon { s.props[0xD1A2]?.value = 0 }
+        }
+    }
+
+    var isStalled: Bool { MonotonicClock.nanos() < state.withLock { $0.stallUntil } }
+
+    /// True when a frame may be served now (rate and stall), updating the rate clock.
+    private func takeFrameSlot(_ s: inout State) -> Bool {
+        let now = MonotonicClock.nanos()
+        if now < s.stallUntil || (s.lastServed != 0 && now - s.lastServed < intervalNanos) {
+            s.busyReplies += 1
+            return false
+        }
+        s.lastServed = now
+        return true
+    }
+
+    // MARK: Dispatch
+
+    func handle(code: UInt16, params: [UInt32], data: [UInt8]) -> PTPReply {
+        log.withLock { $0.append(PTPRequestRecord(code: code, params: params, data: data)) }
+        let p0 = params.first ?? 0
+        // Session rules (ptp.md §6.2).
+        let open = state.withLock { $0.sessionOpen }
+        switch code {
+        case 0x1002:
+            return state.withLock { s in
+                if s.sessionOpen { return PTPReply(code: PTPResponse.sessionAlreadyOpened) }
+                s.sessionOpen = true
+                return PTPReply(code: PTPResponse.ok)
+            }
+        case 0x1001:
+            return PTPReply(code: PTPResponse.ok, data: deviceInfo.bytes)
+        default:
+            guard open else { return PTPReply(code: PTPResponse.sessionNotOpen) }
+        }
+        if code == 0x1003 {
+            connectionLost()
+            return PTPReply(code: PTPResponse.ok)
+        }
+        switch kind {
+        case .nikon: return nikon(code, params, data, p0)
+        case .sony: return sony(code, params, data, p0)
+        case .canon: return canon(code, params, data, p0)
+        case .fuji: return fuji(code, params, data, p0)
+        }
+    }
+
+    /// Standard GetDevicePropDesc / GetDevicePropValue / SetDevicePropValue.
+    private func standardProps(_ code: UInt16, _ data: [UInt8], _ p0: UInt32, sony: Bool = false) -> PTPReply? {
+        switch code {
+        case 0x1014, 0x1015:
+            return state.withLock { s in
+                guard let p = s.props[UInt16(truncatingIfNeeded: p0)] else { return PTPReply(code: PTPResponse.devicePropNotSupported) }
+                if code == 0x1014 { return PTPReply(code: PTPResponse.ok, data: p.desc(sony: sony)) }
+                var b: [UInt8] = []
+                b.ptpValue(p.value, type: p.type)
+                return PTPReply(code: PTPResponse.ok, data: b)
+            }
+        case 0x1016:
+            return PTPReply(code: set(UInt16(truncatingIfNeeded: p0), data))
+        default:
+            return nil
+        }
+    }
+
+    private func set(_ prop: UInt16, _ data: [UInt8]) -> UInt16 {
+        state.withLock { s in
+            guard var p = s.props[prop] else { return PTPResponse.devicePropNotSupported }
+            guard p.writable, let v = ptpReadValue(data, type: p.type) else { return PTPResponse.invalidDevicePropValue }
+            guard p.allowed.isEmpty || p.allowed.contains(v) else { return PTPResponse.invalidDevicePropValue }
+            p.value = v
+            s.props[prop] = p
+            return PTPResponse.ok
+        }
+    }
+
+    private func nikon(_ code: UInt16, _ params: [UInt32], _ data: [UInt8], _ p0: UInt32) -> PTPReply {
+        if let r = standardProps(code, data, p0) { return r }
+        switch code {
+        case 0x9201:
+            return state.withLock { s in
+                if !s.lvOn {
+                    s.lvOn = true
+                    s.deviceReadyBusyLeft = 2
+                    s.servedSinceStart = 0
+                    s.props[0xD1A2]?.value = 1
+                }
+                return PTPReply(code: PTPResponse.ok)
+            }
+        case 0x9202:
+            state.withLock { s in
+                s.lvOn = false
+                s.props[0xD1A2]?.value = 0
+            }
+            return PTPReply(code: PTPResponse.ok)
+        case 0x90C8:
+            return state.withLock { s in
+                if s.deviceReadyBusyLeft > 0 {
+                    s.deviceReadyBusyLeft -= 1
+                    return PTPReply(code: PTPResponse.deviceBusy)
+                }
+                return PTPReply(code: PTPResponse.ok)
+            }
+        case 0x9203, 0x9428:
+            if code == 0x9428 && !nikonUseEx { return PTPReply(code: PTPResponse.operationNotSupported) }
+            guard let index = state.withLock({ s -> Int?? in
+                if s.lvOn && s.nikonDropEvery > 0 && s.servedSinceStart >= s.nikonDropEvery {
+                    s.lvOn = false
+                    s.props[0xD1A2]?.value = 0
+                }
+                guard s.lvOn else { return .some(nil) }
+                guard takeFrameSlot(&s) else { return nil }
+                s.servedSinceStart += 1
+                s.frameIndex += 1
+                s.framesSent += 1
+                return .some(s.frameIndex - 1)
+            }) else { return PTPReply(code: PTPResponse.deviceBusy) }
+            guard let i = index else { return PTPReply(code: PTPResponse.nikonNotLiveView) }
+            return PTPReply(code: PTPResponse.ok, data: nikonObject(index: i, ex: code == 0x9428))
+        case 0x9205:
+            guard params.count >= 2 else { return PTPReply(code: PTPResponse.invalidParameter) }
+            source.focus(atX: Double(params[0]) / Double(Self.nikonWhole.w), y: Double(params[1]) / Double(Self.nikonWhole.h))
+            return PTPReply(code: PTPResponse.ok)
+        default:
+            return PTPReply(code: PTPResponse.operationNotSupported)
+        }
+    }
+
+    func nikonObject(index: Int, ex: Bool) -> [UInt8] {
+        let f = source.frame(index: index)
+        let W = Double(Self.nikonWhole.w), H = Double(Self.nikonWhole.h)
+        let b = f.afBox
+        let box = NikonLiveViewObject.Box(
+            w: UInt16((b.x2 - b.x1) * W), h: UInt16((b.y2 - b.y1) * H),
+            cx: UInt16((b.x1 + b.x2) / 2 * W), cy: UInt16((b.y1 + b.y2) / 2 * H))
+        var out: [UInt8] = []
+        if ex {
+            NikonLiveViewObject.appendEx(jpeg: f.jpeg, headerSize: nikonExHeaderSize, wholeWidth: UInt16(W),
+                                         wholeHeight: UInt16(H), jpegWidth: UInt16(f.width), jpegHeight: UInt16(f.height),
+                                         boxes: [box], focusJudgement: f.focused ? 2 : 1, to: &out)
+        } else {
+            NikonLiveViewObject.appendLegacy(jpeg: f.jpeg, layout: .d600, wholeWidth: UInt16(W), wholeHeight: UInt16(H),
+                                             box: box, to: &out)
+        }
+        return out
+    }
+
+    private func sony(_ code: UInt16, _ params: [UInt32], _ data: [UInt8], _ p0: UInt32) -> PTPReply {
+        if let r = standardProps(code, data, p0, sony: false) { return r }
+        switch code {
+        case 0x9201:
+            state.withLock { s in s.sdioStage = max(s.sdioStage, Int(p0)) }
+            return PTPReply(code: PTPResponse.ok)
+        case 0x9202:
+            var b: [UInt8] = []
+            b.ptpU16(UInt16(truncatingIfNeeded: p0))
+            b.ptpU16Array([0x9201, 0x9202, 0x9205, 0x9207, 0x9209])
+            b.ptpU16Array([0xC201, 0xC203])
+            return PTPReply(code: PTPResponse.ok, data: b)
+        case 0x9209:
+            return state.withLock { s in
+                let list = s.props.values.sorted { $0.code < $1.code }
+                var b: [UInt8] = []
+                b.ptpU64(UInt64(list.count))
+                for p in list { b += p.desc(sony: true) }
+                return PTPReply(code: PTPResponse.ok, data: b)
+            }
+        case 0x9205:
+            return PTPReply(code: set(UInt16(truncatingIfNeeded: p0), data))
+        case 0x9207:
+            return PTPReply(code: PTPResponse.ok)
+        case 0x1008:
+            guard p0 == PTPEvent.sonyLiveViewHandle else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+            var b: [UInt8] = []
+            b.ptpU32(0x0001_0001); b.ptpU16(0x3801); b.ptpU16(0); b.ptpU32(0)
+            b.ptpU16(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0)
+            b.ptpU32(0); b.ptpU16(0); b.ptpU32(0); b.ptpU32(0)
+            b.ptpString("LiveView.JPG"); b.ptpString(""); b.ptpString(""); b.ptpString("")
+            return PTPReply(code: PTPResponse.ok, data: b)
+        case 0x1009:
+            guard p0 == PTPEvent.sonyLiveViewHandle else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+            let slot = state.withLock { s -> Int? in
+                guard s.sdioStage >= 3 else { return -1 }
+                guard takeFrameSlot(&s) else { return nil }
+                s.frameIndex += 1
+                s.framesSent += 1
+                return s.frameIndex - 1
+            }
+            guard let i = slot else { return PTPReply(code: PTPResponse.accessDenied) }
+            guard i >= 0 else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+            let f = source.frame(index: i)
+            var out: [UInt8] = []
+            SonyPTPDataset.append(jpeg: f.jpeg, focalFrame: SonyPTPDataset.emptyFocalFrame(), to: &out)
+            return PTPReply(code: PTPResponse.ok, data: out)
+        default:
+            return PTPReply(code: PTPResponse.operationNotSupported)
+        }
+    }
+
+    // MARK: Canon
+
+    private static func canonValueRecord(_ prop: UInt16, _ value: UInt32) -> [UInt8] {
+        var b: [UInt8] = []
+        b.ptpU32(16); b.ptpU32(0xC189); b.ptpU32(UInt32(prop)); b.ptpU32(value)
+        return b
+    }
+
+    private static func canonAllowedRecord(_ prop: UInt16, _ values: [Int64]) -> [UInt8] {
+        var b: [UInt8] = []
+        b.ptpU32(UInt32(20 + 4 * values.count)); b.ptpU32(0xC18A); b.ptpU32(UInt32(prop)); b.ptpU32(3)
+        b.ptpU32(UInt32(values.count))
+        for v in values { b.ptpU32(UInt32(truncatingIfNeeded: v)) }
+        return b
+    }
+
+    func canonFocusInfo(index: Int) -> CanonFocusInfo {
+        let f = source.frame(index: index)
+        let W = Double(Self.canonSensor.w), H = Double(Self.canonSensor.h)
+        let b = f.afBox
+        let cx = (b.x1 + b.x2) / 2, cy = (b.y1 + b.y2) / 2
+        let pt = CanonFocusPoint(x: Int(((cx - 0.5) * W).rounded()), y: Int(((0.5 - cy) * H).rounded()),
+                                 width: Int(((b.x2 - b.x1) * W).rounded()), height: Int(((b.y2 - b.y1) * H).rounded()),
+                                 selected: f.focused)
+        return CanonFocusInfo(sensorWidth: Self.canonSensor.w, sensorHeight: Self.canonSensor.h, points: [pt])
+    }
+
+    private func canon(_ code: UInt16, _ params: [UInt32], _ data: [UInt8], _ p0: UInt32) -> PTPReply {
+        switch code {
+        case 0x9114, 0x911D:
+            return PTPReply(code: PTPResponse.ok)
+        case 0x9115:
+            state.withLock { s in
+                s.eventMode = p0
+                if p0 != 0 {
+                    for p in s.props.values.sorted(by: { $0.code < $1.code }) {
+                        s.pendingEvents += Self.canonValueRecord(p.code, UInt32(truncatingIfNeeded: p.value))
+                        if !p.allowed.isEmpty { s.pendingEvents += Self.canonAllowedRecord(p.code, p.allowed) }
+                    }
+                }
+            }
+            return PTPReply(code: PTPResponse.ok)
+        case 0x9116:
+            let (pending, focusIndex) = state.withLock { s -> ([UInt8], Int?) in
+                let ev = s.pendingEvents
+                s.pendingEvents.removeAll()
+                var fi: Int?
+                let evfOn = (s.props[0xD1B0]?.value ?? 0) & 2 != 0
+                if evfOn && s.reportedFocusIndex != s.frameIndex {
+                    s.reportedFocusIndex = s.frameIndex
+                    fi = s.frameIndex
+                }
+                return (ev, fi)
+            }
+            var out = pending
+            if let i = focusIndex {
+                let v = canonFocusInfo(index: i).serialized()
+                out.ptpU32(UInt32(12 + v.count)); out.ptpU32(0xC189); out.ptpU32(0xD1D3)
+                out += v
+            }
+            out.ptpU32(8); out.ptpU32(0)
+            return PTPReply(code: PTPResponse.ok, data: out)
+        case 0x9110:
+            // {u32 size = 12, u32 prop, u32 value}
+            guard data.count >= 12 else { return PTPReply(code: PTPResponse.invalidParameter) }
+            let prop = UInt16(truncatingIfNeeded: ptpReadLE32(data, 4))
+            let value = ptpReadLE32(data, 8)
+            return state.withLock { s in
+                guard var p = s.props[prop] else { return PTPReply(code: PTPResponse.devicePropNotSupported) }
+                guard p.allowed.isEmpty || p.allowed.contains(Int64(value)) else {
+                    return PTPReply(code: PTPResponse.invalidDevicePropValue)
+                }
+                p.value = Int64(value)
+                s.props[prop] = p
+                if s.eventMode != 0 { s.pendingEvents += Self.canonValueRecord(prop, value) }
+                return PTPReply(code: PTPResponse.ok)
+            }
+        case 0x9153:
+            let slot = state.withLock { s -> Int? in
+                guard (s.props[0xD1B0]?.value ?? 0) & 2 != 0 else { return -1 }
+                guard takeFrameSlot(&s) else { return nil }
+                s.frameIndex += 1
+                s.framesSent += 1
+                return s.frameIndex - 1
+            }
+            guard let i = slot else { return PTPReply(code: PTPResponse.deviceBusy) }
+            guard i >= 0 else { return PTPReply(code: PTPResponse.canonObjectNotReady) }
+            let f = source.frame(index: i)
+            var zoom: [UInt8] = []
+            zoom.ptpU32(1)
+            var size: [UInt8] = []
+            size.ptpU32(UInt32(Self.canonSensor.w)); size.ptpU32(UInt32(Self.canonSensor.h))
+            var out: [UInt8] = []
+            CanonEVFData.append(jpeg: f.jpeg, extra: [(4, zoom), (14, size)], to: &out)
+            return PTPReply(code: PTPResponse.ok, data: out)
+        case 0x915B:
+            guard params.count >= 3 else { return PTPReply(code: PTPResponse.invalidParameter) }
+            source.focus(atX: Double(params[1]) / Double(Self.canonSensor.w), y: Double(params[2]) / Double(Self.canonSensor.h))
+            return PTPReply(code: PTPResponse.ok)
+        case 0x1014, 0x1015, 0x1016:
+            // EOS bodies do not use the standard property operations for these.
+            return PTPReply(code: PTPResponse.operationNotSupported)
+        default:
+            return PTPReply(code: PTPResponse.operationNotSupported)
+        }
+    }
+
+    // MARK: Fujifilm
+
+    private func fuji(_ code: UInt16, _ params: [UInt32], _ data: [UInt8], _ p0: UInt32) -> PTPReply {
+        if let r = standardProps(code, data, p0) { return r }
+        switch code {
+        case 0x101C:
+            state.withLock { $0.captureOpen = true }
+            return PTPReply(code: PTPResponse.ok)
+        case 0x1018:
+            state.withLock { $0.captureOpen = false }
+            return PTPReply(code: PTPResponse.ok)
+        default:
+            return PTPReply(code: PTPResponse.operationNotSupported)
+        }
+    }
+
+    /// The next pushed Fuji frame, or nil while stalled / capture not open.
+    func nextFujiFrame() -> [UInt8]? {
+        guard let i = state.withLock({ s -> Int? in
+            guard s.captureOpen, MonotonicClock.nanos() >= s.stallUntil else { return nil }
+            s.frameIndex += 1
+            s.framesSent += 1
+            return s.frameIndex - 1
+        }) else { return nil }
+        let f = source.frame(index: i)
+        var out: [UInt8] = []
+        FujiLiveViewFrame.append(jpeg: f.jpeg, to: &out)
+        return out
+    }
+}

@@ -1,0 +1,333 @@
+import CameraWire
+import Foundation
+public import LiveViewCore
+public import Logging
+public import NIOCore
+
+/// What one live-view poll gave.
+enum PTPPoll: Sendable {
+    /// At least one frame was emitted.
+    case frame
+    /// The camera said "not yet" (DeviceBusy, AccessDenied, ObjectNotReady): ask again later.
+    case busy
+    /// Live view dropped out; the vendor session restarted it.
+    case restarted
+}
+
+/// One vendor's live-view loop and property mapping on an open PTP session.
+protocol PTPVendorSession: AnyObject, Sendable {
+    var vendor: PTPVendor { get }
+    /// True when the camera pushes frames (Fujifilm): the driver does not pace polls.
+    var pushed: Bool { get }
+    func startLiveView() async throws
+    func poll(_ emit: (WireFrame) -> Void) async throws -> PTPPoll
+    func properties() async throws -> [CameraProperty]
+    func set(_ name: PropertyName, _ value: PropertyValue) async throws
+    func touch(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws
+    func stopLiveView() async
+    func close()
+    /// Events received on the event socket since the last call.
+    func drainEvents() -> [PTPEventRecord]
+}
+
+/// Shared plumbing of the vendor sessions: transactions with camera errors mapped.
+class PTPVendorBase: @unchecked Sendable {
+    let transport: any PTPTransport
+    let info: PTPDeviceInfo
+    let timeout: Duration
+    let logger: Logger
+
+    init(transport: any PTPTransport, info: PTPDeviceInfo, timeout: Duration, logger: Logger) {
+        self.transport = transport
+        self.info = info
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    func call(_ code: UInt16, _ params: [UInt32] = [], data: [UInt8]? = nil) async throws -> PTPResult {
+        try await transport.transact(code, params, dataOut: data, timeout: timeout)
+    }
+
+    /// A transaction that must answer OK; any other code becomes `CameraControlError.camera`.
+    @discardableResult
+    func callOK(_ code: UInt16, _ params: [UInt32] = [], data: [UInt8]? = nil) async throws -> PTPResult {
+        let r = try await call(code, params, data: data)
+        guard r.ok else { throw Self.cameraError(r.code, op: code) }
+        return r
+    }
+
+    static func cameraError(_ code: UInt16, op: UInt16) -> CameraControlError {
+        .camera(code: Int(code), message: "operation 0x\(String(op, radix: 16, uppercase: true)) answered 0x\(String(code, radix: 16, uppercase: true))")
+    }
+
+    /// Whether the DeviceInfo lists the property (an empty list means "unknown": try it).
+    func advertises(property code: UInt16) -> Bool {
+        info.properties.isEmpty || info.properties.contains(code)
+    }
+
+    func close() { transport.close() }
+
+    func drainEvents() -> [PTPEventRecord] { transport.drainEvents() }
+}
+
+/// Live view and control for PTP/IP cameras (Nikon, Canon EOS, Sony PTP, Fujifilm): the
+/// two-socket PTP/IP handshake (Fujifilm: its own TCP dialect and ports), OpenSession,
+/// GetDeviceInfo to pick the vendor, then the vendor's live-view loop paced at ≤ `maxFPS` with busy
+/// replies retried, a stall watchdog, and reconnect with back-off ≤ 2 s.
+public final class PTPDriver: CameraDriver, @unchecked Sendable {
+    public let stats = DriverStats()
+    public let endpoint: PTPEndpoint
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let cameraIndex: Int
+    private let pool = FramePool(capacity: 24, frameBytes: 512 * 1024)
+    private let stateBox = Locked(CameraState.stopped)
+    private let task = Locked<Task<Void, Never>?>(nil)
+    private let sessionBox = Locked<(any PTPVendorSession)?>(nil)
+    private let vendorBox: Locked<PTPVendor?>
+    private let deviceInfoBox = Locked<PTPDeviceInfo?>(nil)
+    private let busyCount = Locked(0)
+    private let eventsBox = Locked<[PTPEventRecord]>([])
+    private var sequence: UInt64 = 0
+    /// Largest pause between reconnect attempts.
+    public var maxBackoff: Duration = .seconds(2)
+    /// Timeout of one transaction / connect step.
+    public var requestTimeout: Duration = .seconds(3)
+    /// No frame for this long ends the session (the camera keeps answering busy, or stopped pushing).
+    public var stallTimeout: Duration = .seconds(3)
+
+    public init(endpoint: PTPEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
+        self.endpoint = endpoint
+        self.group = group
+        self.cameraIndex = cameraIndex
+        self.logger = logger
+        self.vendorBox = Locked(endpoint.vendor)
+    }
+
+    /// Convenience: `ptpip://…` / `fuji://…` text; nil when the URL is not a PTP one.
+    public convenience init?(url: String, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
+        guard let ep = PTPEndpoint.parse(url: url) else { return nil }
+        self.init(endpoint: ep, group: group, cameraIndex: cameraIndex, logger: logger)
+    }
+
+    /// "nikon", "canon", "sony-ptp", "fuji" once known (or forced by the URL), else "ptp".
+    public var vendor: String { vendorBox.withLock { $0 }?.rawValue ?? "ptp" }
+    public var state: CameraState { stateBox.withLock { $0 } }
+    /// The DeviceInfo of the current/last session.
+    public var deviceInfo: PTPDeviceInfo? { deviceInfoBox.withLock { $0 } }
+    /// Busy / not-ready replies seen while polling (they are retried, not errors).
+    public var busyReplies: Int { busyCount.withLock { $0 } }
+    /// The latest events from the PTP/IP event socket (at most 64, oldest first).
+    public var recentEvents: [PTPEventRecord] { eventsBox.withLock { $0 } }
+
+    private func setState(_ s: CameraState) {
+        let old = stateBox.withLock { v -> CameraState in
+            let o = v
+            v = s
+            return o
+        }
+        if old != s { logger.info("camera \(endpoint): \(s.rawValue)") }
+    }
+
+    public func start(hub: FrameHub) {
+        let t = Task { [self] in await self.run(hub: hub) }
+        task.withLock { $0 = t }
+    }
+
+    public func stop() async {
+        let t = task.withLock { v -> Task<Void, Never>? in
+            let o = v
+            v = nil
+            return o
+        }
+        t?.cancel()
+        await t?.value
+        if let s = sessionBox.withLock({ v -> (any PTPVendorSession)? in
+            let o = v
+            v = nil
+            return o
+        }) {
+            await s.stopLiveView()
+            s.close()
+        }
+        setState(.stopped)
+    }
+
+    private func run(hub: FrameHub) async {
+        var backoff: Duration = .milliseconds(250)
+        var first = true
+        while !Task.isCancelled {
+            setState(first ? .connecting : .reconnecting)
+            if !first { stats.reconnected() }
+            first = false
+            do {
+                try await session(hub: hub)
+                backoff = .milliseconds(250)
+            } catch is CancellationError {
+                break
+            } catch {
+                if Task.isCancelled { break }
+                logger.warning("ptp \(endpoint): \(error)")
+            }
+            if Task.isCancelled { break }
+            if let s = sessionBox.withLock({ v -> (any PTPVendorSession)? in
+                let o = v
+                v = nil
+                return o
+            }) { s.close() }
+            try? await Task.sleep(for: backoff)
+            backoff = min(backoff * 2, maxBackoff)
+        }
+    }
+
+    /// Connects, opens the session and identifies the camera.
+    private func open() async throws -> any PTPVendorSession {
+        let transport: any PTPTransport
+        if endpoint.vendor == .fuji {
+            transport = try await FujiTransport.connect(host: endpoint.host, port: endpoint.port, group: group,
+                                                        timeout: requestTimeout)
+        } else {
+            transport = try await PTPIPTransport.connect(host: endpoint.host, port: endpoint.port, group: group,
+                                                         timeout: requestTimeout)
+        }
+        do {
+            var r = try await transport.transact(PTPOperation.openSession, [1], dataOut: nil, timeout: requestTimeout)
+            var sessionID: UInt32 = 1
+            while r.code == PTPResponse.invalidTransactionID && sessionID < 10 {
+                sessionID += 1
+                r = try await transport.transact(PTPOperation.openSession, [sessionID], dataOut: nil, timeout: requestTimeout)
+            }
+            guard r.ok || r.code == PTPResponse.sessionAlreadyOpened else {
+                throw PTPVendorBase.cameraError(r.code, op: PTPOperation.openSession)
+            }
+            let di = try await transport.transact(PTPOperation.getDeviceInfo, [], dataOut: nil, timeout: requestTimeout)
+            let info = di.ok ? PTPDeviceInfo.parse(di.data) : PTPDeviceInfo()
+            deviceInfoBox.withLock { $0 = info }
+            guard let vendor = endpoint.vendor ?? PTPVendor.identify(info) else {
+                throw CameraControlError.camera(code: 0, message: "unknown PTP vendor: extension \(info.vendorExtensionID), manufacturer '\(info.manufacturer)'")
+            }
+            vendorBox.withLock { $0 = vendor }
+            let base = (transport, info, requestTimeout, logger)
+            switch vendor {
+            case .nikon: return NikonPTPSession(transport: base.0, info: base.1, timeout: base.2, logger: base.3)
+            case .sony: return SonyPTPSession(transport: base.0, info: base.1, timeout: base.2, logger: base.3)
+            case .canon: return CanonPTPSession(transport: base.0, info: base.1, timeout: base.2, logger: base.3)
+            case .fuji:
+                return FujiPTPSession(transport: base.0, info: base.1, timeout: base.2, logger: base.3,
+                                      host: endpoint.host, eventPort: endpoint.eventPort,
+                                      liveViewPort: endpoint.liveViewPort, group: group)
+            }
+        } catch {
+            transport.close()
+            throw error
+        }
+    }
+
+    private func session(hub: FrameHub) async throws {
+        let s = try await open()
+        sessionBox.withLock { $0 = s }
+        try await s.startLiveView()
+        let interval = UInt64(1e9 / max(endpoint.maxFPS, 0.1))
+        let stallNanos = UInt64(stallTimeout.components.seconds) * 1_000_000_000
+            + UInt64(stallTimeout.components.attoseconds / 1_000_000_000)
+        var lastFrame = MonotonicClock.nanos()
+        var nextDue: UInt64 = 0
+        var busyDelay: UInt64 = 3_000_000
+        while !Task.isCancelled {
+            if !s.pushed {
+                let now = MonotonicClock.nanos()
+                if nextDue > now { try await Task.sleep(for: .nanoseconds(Int64(nextDue - now))) }
+            }
+            let started = MonotonicClock.nanos()
+            var got = 0
+            let r = try await s.poll { wf in
+                publish(wf, hub: hub)
+                got += 1
+            }
+            let now = MonotonicClock.nanos()
+            let events = s.drainEvents()
+            if !events.isEmpty {
+                eventsBox.withLock { list in
+                    list += events
+                    if list.count > 64 { list.removeFirst(list.count - 64) }
+                }
+                for e in events { logger.debug("ptp event 0x\(String(e.code, radix: 16)) \(e.params)") }
+            }
+            switch r {
+            case .frame where got > 0:
+                lastFrame = now
+                nextDue = started + interval
+                busyDelay = 3_000_000
+                if state != .streaming { setState(.streaming) }
+            case .frame, .restarted:
+                nextDue = now + busyDelay
+            case .busy:
+                busyCount.withLock { $0 += 1 }
+                nextDue = now + busyDelay
+                // Short retries while the camera is merely slower than our cap; longer ones once it
+                // has been busy for a while (stall, mode change).
+                let cap: UInt64 = now - lastFrame > 500_000_000 ? 50_000_000 : 8_000_000
+                busyDelay = min(busyDelay * 3 / 2, cap)
+            }
+            if now - lastFrame > stallNanos {
+                throw PTPTransportError.timeout("no live-view frame for \((now - lastFrame) / 1_000_000) ms")
+            }
+        }
+        throw CancellationError()
+    }
+
+    private func publish(_ wf: WireFrame, hub: FrameHub) {
+        let now = MonotonicClock.nanos()
+        let frame = pool.take()
+        wf.jpeg.withUnsafeBytes { frame.setJPEG($0) }
+        frame.width = wf.width
+        frame.height = wf.height
+        sequence &+= 1
+        frame.sequence = wf.seq.map { UInt64(truncatingIfNeeded: $0) } ?? sequence
+        frame.cameraPTS = wf.pts
+        frame.timeBase = wf.pts == nil ? .arrival : .camera
+        frame.arrivalNanos = now
+        frame.cameraIndex = cameraIndex
+        frame.afAreas.append(contentsOf: wf.af)
+        stats.frame(bytes: frame.count, at: now)
+        hub.publish(frame)
+    }
+
+    // MARK: Control
+
+    private func current() throws -> any PTPVendorSession {
+        guard let s = sessionBox.withLock({ $0 }) else { throw CameraControlError.unavailable("camera not connected") }
+        return s
+    }
+
+    public func properties() async throws -> [CameraProperty] {
+        try await mapTransport { try await self.current().properties() }
+    }
+
+    public func setProperty(_ name: PropertyName, to value: PropertyValue) async throws {
+        try await mapTransport { try await self.current().set(name, value) }
+    }
+
+    public func touchFocus(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws {
+        try await mapTransport {
+            try await self.current().touch(x: x, y: y, imageWidth: imageWidth, imageHeight: imageHeight)
+        }
+    }
+
+    /// Transport failures become `unavailable` for the control API.
+    private func mapTransport<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch let e as PTPTransportError {
+            throw CameraControlError.unavailable("\(e)")
+        }
+    }
+
+    /// Waits (bounded) until the driver streams; for tests and the CLI.
+    public func waitUntilStreaming(timeout: Duration = .seconds(5)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if state == .streaming { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return state == .streaming
+    }
+}

@@ -1,0 +1,88 @@
+import CameraWire
+import LiveViewCore
+import Logging
+import NIOCore
+
+/// Fujifilm X over Wi-Fi (ptp.md §2.4): ClientState 0xDF01 = 5, AppVersion 0xDF24 read and written
+/// back, InitiateOpenCapture 0x101C, then the event and live-view ports; the camera pushes
+/// `u32 len + 14-byte header + JPEG` frames on the live-view port. Properties: the notes give no
+/// Fujifilm codes for the common vocabulary → not supported.
+final class FujiPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable {
+    let vendor = PTPVendor.fuji
+    let pushed = true
+    let host: String
+    let eventPort: Int
+    let liveViewPort: Int
+    let group: any EventLoopGroup
+    private var parser = FujiLiveViewParser()
+    private let sockets = Locked<[PTPSocket]>([])
+    private var liveView: PTPSocket?
+    private var captureTID: UInt32 = 0
+    static let clientState: UInt16 = 0xDF01
+    static let appVersion: UInt16 = 0xDF24
+
+    init(transport: any PTPTransport, info: PTPDeviceInfo, timeout: Duration, logger: Logger, host: String,
+         eventPort: Int, liveViewPort: Int, group: any EventLoopGroup) {
+        self.host = host
+        self.eventPort = eventPort
+        self.liveViewPort = liveViewPort
+        self.group = group
+        super.init(transport: transport, info: info, timeout: timeout, logger: logger)
+    }
+
+    func startLiveView() async throws {
+        var state: [UInt8] = []
+        state.ptpPutLE16(5)
+        try await callOK(PTPOperation.setDevicePropValue, [UInt32(Self.clientState)], data: state)
+        let v = try await call(PTPOperation.getDevicePropValue, [UInt32(Self.appVersion)])
+        if v.ok, v.data.count >= 4 {
+            _ = try await call(PTPOperation.setDevicePropValue, [UInt32(Self.appVersion)], data: Array(v.data.prefix(4)))
+        }
+        let r = try await callOK(PTPOperation.initiateOpenCapture, [0, 0])
+        captureTID = r.transactionID
+        let evt = try await PTPSocket.connect(host: host, port: eventPort, group: group, mode: .lengthPrefixed,
+                                              name: "fuji event", timeout: timeout)
+        sockets.withLock { $0.append(evt) }
+        let lv = try await PTPSocket.connect(host: host, port: liveViewPort, group: group, mode: .lengthPrefixed,
+                                             name: "fuji live view", timeout: timeout)
+        sockets.withLock { $0.append(lv) }
+        liveView = lv
+    }
+
+    func poll(_ emit: (WireFrame) -> Void) async throws -> PTPPoll {
+        guard let lv = liveView else { throw PTPTransportError.closed("fuji live view not started") }
+        guard case .message(let m) = try await lv.receive(timeout: timeout) else { return .busy }
+        var got = false
+        var damaged = false
+        parser.feed(m) { ev in
+            switch ev {
+            case .frame(let f):
+                got = true
+                emit(f)
+            case .issue: damaged = true
+            }
+        }
+        if damaged { parser = FujiLiveViewParser() }
+        return got ? .frame : .busy
+    }
+
+    func properties() async throws -> [CameraProperty] { [] }
+
+    func set(_ name: PropertyName, _ value: PropertyValue) async throws {
+        throw CameraControlError.notSupported("\(name.rawValue) on Fujifilm (no property codes in the notes)")
+    }
+
+    func touch(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws {
+        throw CameraControlError.notSupported("touch-AF on Fujifilm")
+    }
+
+    func stopLiveView() async {
+        _ = try? await call(PTPOperation.terminateOpenCapture, [captureTID])
+        _ = try? await call(PTPOperation.closeSession)
+    }
+
+    override func close() {
+        for s in sockets.withLock({ $0 }) { s.close() }
+        super.close()
+    }
+}

@@ -1,0 +1,100 @@
+import CameraWire
+import LiveViewCore
+import Logging
+
+/// Sony over PTP (ptp.md §2.3, sony.md §4): SDIO_Connect 1, 2, GetExtDeviceInfo, SDIO_Connect 3,
+/// PriorityMode 0xD25A = 1; frames with GetObject(0xFFFFC002); 0x200F AccessDenied (polled too fast
+/// / no new frame) and a zero image size are "not yet"; 0x2009 is "live view still starting".
+/// Properties through SDIO_GetAllExtDevicePropInfo 0x9209 and SDIO_SetExtDevicePropValue 0x9205.
+final class SonyPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable {
+    let vendor = PTPVendor.sony
+    let pushed = false
+    private var parser = SonyPTPParser(transfer: .raw)
+    static let priorityMode: UInt16 = 0xD25A
+
+    func startLiveView() async throws {
+        try await callOK(PTPOperation.sonySDIOConnect, [1, 0, 0])
+        try await callOK(PTPOperation.sonySDIOConnect, [2, 0, 0])
+        let ext = try await call(PTPOperation.sonySDIOGetExtDeviceInfo, [300, 1])
+        if !ext.ok { try await callOK(PTPOperation.sonySDIOGetExtDeviceInfo, [200, 1]) }
+        try await callOK(PTPOperation.sonySDIOConnect, [3, 0, 0])
+        _ = try await call(PTPOperation.sonySDIOSetExtDevicePropValue, [UInt32(Self.priorityMode)], data: [1])
+        _ = try await call(PTPOperation.getObjectInfo, [PTPEvent.sonyLiveViewHandle])
+    }
+
+    func poll(_ emit: (WireFrame) -> Void) async throws -> PTPPoll {
+        let r = try await call(PTPOperation.getObject, [PTPEvent.sonyLiveViewHandle])
+        switch r.code {
+        case PTPResponse.ok:
+            // A zero image size means "no frame yet" (same as AccessDenied).
+            guard r.data.count >= 16, r.data[4] | r.data[5] | r.data[6] | r.data[7] != 0 else { return .busy }
+            var got = false
+            var damaged = false
+            parser.feed(r.data) { ev in
+                switch ev {
+                case .frame(let f):
+                    got = true
+                    emit(f)
+                case .issue: damaged = true
+                }
+            }
+            if damaged { parser = SonyPTPParser(transfer: .raw) }
+            return got ? .frame : .busy
+        case PTPResponse.accessDenied, PTPResponse.deviceBusy, PTPResponse.invalidObjectHandle:
+            return .busy
+        default:
+            throw Self.cameraError(r.code, op: PTPOperation.getObject)
+        }
+    }
+
+    private func mapping(_ name: PropertyName) throws -> PTPPropertyMapping {
+        guard let m = PTPVocabulary.sony.first(where: { $0.name == name }) else {
+            throw CameraControlError.notSupported("\(name.rawValue) over Sony PTP")
+        }
+        return m
+    }
+
+    /// All Sony property descriptions (0x9209: u64 count, then DPDs with an IsEnabled byte).
+    private func allDescs() async throws -> [UInt16: PTPPropDesc] {
+        let r = try await callOK(PTPOperation.sonySDIOGetAllExtDevicePropInfo)
+        var reader = PTPReader(r.data)
+        let n = try reader.u64()
+        var out: [UInt16: PTPPropDesc] = [:]
+        var i: UInt64 = 0
+        while i < n && reader.remaining > 0 {
+            let d = try PTPPropDesc.parse(&reader, sony: true)
+            out[d.code] = d
+            i += 1
+        }
+        return out
+    }
+
+    func properties() async throws -> [CameraProperty] {
+        let all = try await allDescs()
+        var out: [CameraProperty] = []
+        for m in PTPVocabulary.sony {
+            guard let d = all[m.code] else { continue }
+            out.append(PTPVocabulary.property(m, current: d.current, offered: d.offered, writable: d.writable && d.enabled))
+        }
+        return out
+    }
+
+    func set(_ name: PropertyName, _ value: PropertyValue) async throws {
+        let m = try mapping(name)
+        guard let d = try await allDescs()[m.code] else {
+            throw CameraControlError.notSupported("\(name.rawValue) on this Sony")
+        }
+        let v = try PTPVocabulary.resolve(m, value, offered: d.offered)
+        guard d.writable, d.enabled else { throw CameraControlError.notSupported("\(name.rawValue) is not settable now") }
+        try await callOK(PTPOperation.sonySDIOSetExtDevicePropValue, [UInt32(m.code)],
+                         data: PTPDataType.encode(v, type: d.dataType))
+    }
+
+    func touch(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws {
+        throw CameraControlError.notSupported("touch-AF over Sony PTP (no operation in the notes)")
+    }
+
+    func stopLiveView() async {
+        _ = try? await call(PTPOperation.closeSession)
+    }
+}

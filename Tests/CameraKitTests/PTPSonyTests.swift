@@ -1,0 +1,88 @@
+import CameraEmulators
+import CameraKit
+import CameraWire
+import Foundation
+import LiveViewCore
+import Testing
+
+extension PTPTests {
+    @Suite(.serialized) struct Sony {
+        @Test func streamsAtTheEmulatorRateAfterTheSDIOSequence() async throws {
+            let s = try await PTPSetup.make(.sony)
+            #expect(await s.collector.wait(for: 5))
+            let fps = await s.collector.measureFPS(seconds: 1.0)
+            print("PTP sony-ptp fps: \(fps)")
+            await s.shutdown()
+            #expect(fps >= 15 && fps <= 31.5, "fps \(fps)")
+            #expect(s.driver.vendor == "sony-ptp")
+            let reqs = s.emulator.requests
+            let connects = reqs.filter { $0.code == PTPOperation.sonySDIOConnect }.map { $0.params.first ?? 0 }
+            #expect(Array(connects.prefix(3)) == [1, 2, 3])
+            #expect(reqs.contains { $0.code == PTPOperation.sonySDIOGetExtDeviceInfo })
+            #expect(reqs.contains { $0.code == PTPOperation.getObject && $0.params == [PTPEvent.sonyLiveViewHandle] })
+            for f in s.collector.all.prefix(10) {
+                #expect(f.width == 320 && f.height == 240)
+                #expect(f.bytes.prefix(2) == [0xFF, 0xD8] && f.bytes.suffix(2) == [0xFF, 0xD9])
+                // The Sony focal-frame block layout is UNCONFIRMED: no AF boxes are claimed.
+                #expect(f.af.isEmpty)
+            }
+        }
+
+        @Test func accessDeniedWhenPolledTooFastIsRetried() async throws {
+            let s = try await PTPSetup.make(.sony, fps: 10)
+            #expect(await s.collector.wait(for: 3))
+            let fps = await s.collector.measureFPS(seconds: 1.0)
+            print("PTP sony-ptp at a 10 fps camera: \(fps) fps")
+            #expect(fps >= 5 && fps <= 11, "fps \(fps)")
+            #expect(s.emulator.busyReplies > 0)
+            #expect(s.driver.stats.reconnects == 0)
+            #expect(s.driver.state == .streaming)
+            await s.shutdown()
+        }
+
+        @Test func setPropertyIsOneSDIOSetExtDevicePropValue() async throws {
+            let s = try await PTPSetup.make(.sony)
+            #expect(await s.driver.waitUntilStreaming())
+            let before = s.requests(PTPOperation.sonySDIOSetExtDevicePropValue).count
+            try await s.driver.setProperty(.whiteBalance, to: .text("tungsten"))
+            try await s.driver.setProperty(.iso, to: .number(400))
+            try await s.driver.setProperty(.iso, to: .text("auto"))
+            try await s.driver.setProperty(.shutterSpeed, to: .text("1/250"))
+            try await s.driver.setProperty(.aperture, to: .text("5.6"))
+            try await s.driver.setProperty(.exposureCompensation, to: .number(1.3))
+            let sets = s.requests(PTPOperation.sonySDIOSetExtDevicePropValue).dropFirst(before)
+                .map { "\(String($0.params[0], radix: 16)) \($0.data)" }
+            #expect(Array(sets) == [
+                "5005 \(ptpLE16(6))", "d21e \(ptpLE32(400))", "d21e \(ptpLE32(0xFFFFFF))", "d20d \(ptpLE32(1 << 16 | 250))",
+                "5007 \(ptpLE16(560))", "5010 \(ptpLE16(1333))",
+            ])
+            #expect(s.requests(PTPOperation.setDevicePropValue).isEmpty)
+            let props = try await s.driver.properties()
+            #expect(props.first { $0.name == .whiteBalance }?.value == .text("tungsten"))
+            #expect(props.first { $0.name == .iso }?.value == .text("auto"))
+            #expect(props.first { $0.name == .exposureCompensation }?.value == .number(1.3))
+            await s.shutdown()
+        }
+
+        @Test func invalidAndUnsupportedAreRefusedWithoutARequest() async throws {
+            let s = try await PTPSetup.make(.sony)
+            #expect(await s.driver.waitUntilStreaming())
+            let before = s.requests(PTPOperation.sonySDIOSetExtDevicePropValue).count
+            await #expect(throws: CameraControlError.self) { try await s.driver.setProperty(.aperture, to: .text("1.2")) }
+            do {
+                try await s.driver.setProperty(.focusMode, to: .text("af-c"))
+                Issue.record("expected notSupported")
+            } catch CameraControlError.notSupported {}
+            do {
+                try await s.driver.touchFocus(x: 1, y: 1, imageWidth: 320, imageHeight: 240)
+                Issue.record("expected notSupported")
+            } catch CameraControlError.notSupported {}
+            #expect(s.requests(PTPOperation.sonySDIOSetExtDevicePropValue).count == before)
+            await s.shutdown()
+        }
+
+        @Test func reconnectsAfterTheCameraIsKilledAndRestarted() async throws {
+            try await ptpKillAndRestart(.sony)
+        }
+    }
+}
