@@ -31,6 +31,8 @@ final class PTPEmulatorModel: @unchecked Sendable {
         var lvOn = false
         var deviceReadyBusyLeft = 0
         var lastServed: UInt64 = 0
+        /// When the next frame may be served (a schedule of one frame per interval).
+        var nextDue: UInt64 = 0
         var frameIndex = 0
         var framesSent = 0
         var busyReplies = 0
@@ -172,11 +174,15 @@ final class PTPEmulatorModel: @unchecked Sendable {
     /// True when a frame may be served now (rate and stall), updating the rate clock.
     private func takeFrameSlot(_ s: inout State) -> Bool {
         let now = MonotonicClock.nanos()
-        if now < s.stallUntil || (s.lastServed != 0 && now - s.lastServed < intervalNanos) {
+        // Frames are due on a fixed schedule, one per interval: a poller running at the camera's rate
+        // gets every frame even with a little jitter, and no poller gets more than the rate allows
+        // (the schedule never lags "now" by more than half an interval, so bursts stay bounded).
+        if now < s.stallUntil || now < s.nextDue {
             s.busyReplies += 1
             return false
         }
         s.lastServed = now
+        s.nextDue = max(s.nextDue + intervalNanos, now - intervalNanos / 2)
         return true
     }
 

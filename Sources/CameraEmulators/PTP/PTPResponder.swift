@@ -306,7 +306,7 @@ final class FujiLiveViewHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias OutboundOut = ByteBuffer
     private let model: PTPEmulatorModel
     private let connections: PTPConnectionSet
-    private var task: RepeatedTask?
+    private var task: Scheduled<Void>?
 
     init(model: PTPEmulatorModel, connections: PTPConnectionSet) {
         self.model = model
@@ -316,17 +316,25 @@ final class FujiLiveViewHandler: ChannelInboundHandler, @unchecked Sendable {
     func channelActive(context: ChannelHandlerContext) {
         connections.add(context.channel)
         let channel = context.channel
-        let model = self.model
-        task = context.eventLoop.scheduleRepeatedTask(initialDelay: .zero,
-                                                      delay: .nanoseconds(Int64(model.intervalNanos))) { task in
-            guard channel.isActive else {
-                task.cancel()
-                return
-            }
-            guard channel.isWritable, let frame = model.nextFujiFrame() else { return }
-            channel.writeAndFlush(channel.allocator.buffer(bytes: frame), promise: nil)
-        }
+        schedule(channel: channel, loop: context.eventLoop, start: MonotonicClock.nanos(), tick: 0)
         context.fireChannelActive()
+    }
+
+    /// Fixed-rate push: frame n leaves at start + n × interval whatever a send took; a late tick
+    /// skips the missed frames, as a camera would.
+    private func schedule(channel: any Channel, loop: any EventLoop, start: UInt64, tick: UInt64) {
+        let interval = model.intervalNanos
+        let model = self.model
+        task = loop.scheduleTask(deadline: .uptimeNanoseconds(start + tick * interval)) { [weak self] in
+            guard let self, channel.isActive else { return }
+            if channel.isWritable, let frame = model.nextFujiFrame() {
+                channel.writeAndFlush(channel.allocator.buffer(bytes: frame), promise: nil)
+            }
+            let now = MonotonicClock.nanos()
+            var next = tick + 1
+            if now > start + (next + 1) * interval { next = (now - start) / interval + 1 }
+            self.schedule(channel: channel, loop: loop, start: start, tick: next)
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
