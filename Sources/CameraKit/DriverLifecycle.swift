@@ -61,8 +61,7 @@ public final class DriverLifecycle: Sendable {
             var backoff: Duration = .milliseconds(250)
             var first = true
             while !Task.isCancelled {
-                setState(first ? .connecting : .reconnecting)
-                if !first { stats.reconnected() }
+                if first { setState(.connecting) } else { stats.reconnected() }
                 first = false
                 do {
                     try await session()
@@ -80,6 +79,7 @@ public final class DriverLifecycle: Sendable {
                 }
                 afterSession()
                 if Task.isCancelled { break }
+                setState(.reconnecting)
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, maxBackoff)
             }

@@ -19,7 +19,8 @@ public struct FramePublisher: Sendable {
 
     /// Publishes one frame. `timeBase` says whether `wf.pts` is the camera's presentation time
     /// (recorded as is) or absent/unusable (the arrival clock is used).
-    public func publish(_ wf: WireFrame, timeBase: Frame.TimeBase? = nil) {
+    /// `inspect` sees the filled frame just before it is published.
+    public func publish(_ wf: WireFrame, timeBase: Frame.TimeBase? = nil, inspect: (Frame) -> Void = { _ in }) {
         let now = MonotonicClock.nanos()
         let frame = pool.take()
         wf.jpeg.withUnsafeBytes { frame.setJPEG($0) }
@@ -33,6 +34,7 @@ public struct FramePublisher: Sendable {
         frame.cameraIndex = cameraIndex
         frame.afAreas.append(contentsOf: wf.af)
         stats.frame(bytes: frame.count, at: now)
+        inspect(frame)
         hub.publish(frame)
     }
 }

@@ -43,8 +43,7 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
     private let logger: Logger
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 128 * 1024)
-    private let stateBox = Locked(CameraState.stopped)
-    private let task = Locked<Task<Void, Never>?>(nil)
+    private let lifecycle: DriverLifecycle
     private let channels = Locked<[any Channel]>([])
     private let lastDatagramNanos = Locked<UInt64>(0)
     private let restartRequested = Locked(false)
@@ -55,8 +54,6 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
     private let portBox = Locked(0)
     private let restarts = Locked(0)
 
-    /// Largest pause between reconnect attempts.
-    public var maxBackoff: Duration = .seconds(2)
     /// No datagram for this long restarts the viewfinder.
     public var stallTimeout: Duration = .seconds(2)
     /// Events kept in `events`.
@@ -65,6 +62,7 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
     public init(endpoint: BanditEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
         self.endpoint = endpoint
         self.rest = BanditREST(endpoint: endpoint, group: group)
+        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats)
         self.group = group
         self.cameraIndex = cameraIndex
         self.logger = logger
@@ -76,7 +74,7 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
         self.init(endpoint: e, group: group, cameraIndex: cameraIndex, logger: logger)
     }
 
-    public var state: CameraState { stateBox.withLock { $0 } }
+    public var state: CameraState { lifecycle.state }
 
     /// Backchannel notifications received so far (the last `eventHistory`).
     public var events: [BanditEvent] { eventLog.withLock { $0 } }
@@ -96,36 +94,24 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
     /// Viewfinder restarts inside a session (stall watchdog or `viewfinder_stopped`).
     public var viewfinderRestarts: Int { restarts.withLock { $0 } }
 
-    private func setState(_ s: CameraState) {
-        let old = stateBox.withLock { v -> CameraState in
-            let o = v
-            v = s
-            return o
-        }
-        if old != s { logger.info("camera \(endpoint): \(s.rawValue)") }
-    }
-
     // MARK: Session
 
     public func start(hub: FrameHub) {
-        let t = Task { [self] in await self.run(hub: hub) }
-        task.withLock { $0 = t }
+        lifecycle.start(session: { [self] in try await self.session(hub: hub) },
+                        afterSession: { [self] in
+                            closeChannels()
+                            portBox.withLock { $0 = 0 }
+                        })
     }
 
     public func stop() async {
-        let t = task.withLock { v -> Task<Void, Never>? in
-            let o = v
-            v = nil
-            return o
-        }
-        t?.cancel()
+        let wasRunning = state != .stopped
         closeChannels()
-        await t?.value
-        if t != nil {
+        await lifecycle.stop()
+        if wasRunning {
             // Best effort: the camera streams only to one client at a time.
             _ = try? await rest.call("POST", "viewfinder", body: ["viewfinder_active": false], timeout: .seconds(1))
         }
-        setState(.stopped)
     }
 
     private func closeChannels() {
@@ -135,30 +121,6 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
             return o
         }
         for ch in all { ch.close(promise: nil) }
-    }
-
-    private func run(hub: FrameHub) async {
-        var backoff: Duration = .milliseconds(250)
-        var first = true
-        while !Task.isCancelled {
-            setState(first ? .connecting : .reconnecting)
-            if !first { stats.reconnected() }
-            first = false
-            do {
-                try await session(hub: hub)
-                backoff = .milliseconds(250)
-            } catch is CancellationError {
-                break
-            } catch {
-                logger.warning("bandit \(endpoint): \(error)")
-            }
-            closeChannels()
-            portBox.withLock { $0 = 0 }
-            if Task.isCancelled { break }
-            if state == .streaming { setState(.reconnecting) }
-            try? await Task.sleep(for: backoff)
-            backoff = min(backoff * 2, maxBackoff)
-        }
     }
 
     private struct SessionEnded: Error, CustomStringConvertible {
@@ -175,10 +137,7 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
         let bindHost = try await localAddress(toward: endpoint)
         let ingest = BanditViewfinderIngest(
             hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex,
-            onFrame: { [weak self] _ in
-                guard let self, self.state != .streaming else { return }
-                self.setState(.streaming)
-            })
+            onFrame: { [lifecycle] _ in lifecycle.frameArrived() })
         let lastDatagram = lastDatagramNanos
         let acceptFrom = (try? SocketAddress(ipAddress: bindHostFor(endpoint.host), port: 0))?.ipAddress
         // No SO_REUSEADDR: a second gateway on the same UDP port must fail loudly instead of silently

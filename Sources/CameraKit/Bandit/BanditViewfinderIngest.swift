@@ -21,10 +21,8 @@ import NIOCore
 /// `cameraPTS = nil` and `.arrival`.
 public final class BanditViewfinderIngest: @unchecked Sendable {
     private var reassembler: BanditViewfinderReassembler
-    private let hub: FrameHub
-    private let pool: FramePool
-    private let stats: DriverStats
-    private let cameraIndex: Int
+    private let publisher: FramePublisher
+    private var stats: DriverStats { publisher.stats }
     private let onFrame: (@Sendable (Frame) -> Void)?
 
     // Loss accounting.
@@ -48,10 +46,7 @@ public final class BanditViewfinderIngest: @unchecked Sendable {
     public init(hub: FrameHub, pool: FramePool, stats: DriverStats, cameraIndex: Int = 0,
                 limits: WireLimits = .default, onFrame: (@Sendable (Frame) -> Void)? = nil) {
         self.reassembler = BanditViewfinderReassembler(limits: limits)
-        self.hub = hub
-        self.pool = pool
-        self.stats = stats
-        self.cameraIndex = cameraIndex
+        self.publisher = FramePublisher(hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex)
         self.onFrame = onFrame
     }
 
@@ -138,25 +133,10 @@ public final class BanditViewfinderIngest: @unchecked Sendable {
     }
 
     private func publish(_ wf: WireFrame) {
-        let now = MonotonicClock.nanos()
-        let frame = pool.take()
-        wf.jpeg.withUnsafeBytes { frame.setJPEG($0) }
-        frame.width = wf.width
-        frame.height = wf.height
-        frame.sequence = wf.seq.map { UInt64(truncatingIfNeeded: $0) }
-        if let pts = wf.pts, pts != 0 {
-            frame.cameraPTS = pts
-            frame.timeBase = .camera
-        } else {
-            frame.cameraPTS = nil
-            frame.timeBase = .arrival
-        }
-        frame.arrivalNanos = now
-        frame.cameraIndex = cameraIndex
         framesPublished += 1
-        stats.frame(bytes: frame.count, at: now)
-        onFrame?(frame)
-        hub.publish(frame)
+        // PTS 0 means "not recording": only a running recording has the camera's time base.
+        let recording = (wf.pts ?? 0) != 0
+        publisher.publish(wf, timeBase: recording ? .camera : .arrival) { frame in onFrame?(frame) }
     }
 }
 
