@@ -81,16 +81,13 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
     private let logger: Logger
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 512 * 1024)
-    private let stateBox = Locked(CameraState.stopped)
-    private let task = Locked<Task<Void, Never>?>(nil)
+    private let lifecycle: DriverLifecycle
     private let sessionBox = Locked<(any PTPVendorSession)?>(nil)
     private let vendorBox: Locked<PTPVendor?>
     private let deviceInfoBox = Locked<PTPDeviceInfo?>(nil)
     private let busyCount = Locked(0)
     private let eventsBox = Locked<[PTPEventRecord]>([])
     private var sequence: UInt64 = 0
-    /// Largest pause between reconnect attempts.
-    public var maxBackoff: Duration = .seconds(2)
     /// Timeout of one transaction / connect step.
     public var requestTimeout: Duration = .seconds(3)
     /// No frame for this long ends the session (the camera keeps answering busy, or stopped pushing).
@@ -102,6 +99,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
         self.cameraIndex = cameraIndex
         self.logger = logger
         self.vendorBox = Locked(endpoint.vendor)
+        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats)
     }
 
     /// Convenience: `ptpip://…` / `fuji://…` text; nil when the URL is not a PTP one.
@@ -112,7 +110,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
 
     /// "nikon", "canon", "sony-ptp", "fuji" once known (or forced by the URL), else "ptp".
     public var vendor: String { vendorBox.withLock { $0 }?.rawValue ?? "ptp" }
-    public var state: CameraState { stateBox.withLock { $0 } }
+    public var state: CameraState { lifecycle.state }
     /// The DeviceInfo of the current/last session.
     public var deviceInfo: PTPDeviceInfo? { deviceInfoBox.withLock { $0 } }
     /// Busy / not-ready replies seen while polling (they are retried, not errors).
@@ -120,63 +118,25 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
     /// The latest events from the PTP/IP event socket (at most 64, oldest first).
     public var recentEvents: [PTPEventRecord] { eventsBox.withLock { $0 } }
 
-    private func setState(_ s: CameraState) {
-        let old = stateBox.withLock { v -> CameraState in
-            let o = v
-            v = s
-            return o
-        }
-        if old != s { logger.info("camera \(endpoint): \(s.rawValue)") }
-    }
-
     public func start(hub: FrameHub) {
-        let t = Task { [self] in await self.run(hub: hub) }
-        task.withLock { $0 = t }
+        let publisher = FramePublisher(hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex)
+        lifecycle.start(session: { [self] in try await self.session(publisher: publisher) },
+                        afterSession: { [self] in takeSession()?.close() })
     }
 
     public func stop() async {
-        let t = task.withLock { v -> Task<Void, Never>? in
-            let o = v
-            v = nil
-            return o
-        }
-        t?.cancel()
-        await t?.value
-        if let s = sessionBox.withLock({ v -> (any PTPVendorSession)? in
-            let o = v
-            v = nil
-            return o
-        }) {
+        await lifecycle.stop()
+        if let s = takeSession() {
             await s.stopLiveView()
             s.close()
         }
-        setState(.stopped)
     }
 
-    private func run(hub: FrameHub) async {
-        var backoff: Duration = .milliseconds(250)
-        var first = true
-        while !Task.isCancelled {
-            setState(first ? .connecting : .reconnecting)
-            if !first { stats.reconnected() }
-            first = false
-            do {
-                try await session(hub: hub)
-                backoff = .milliseconds(250)
-            } catch is CancellationError {
-                break
-            } catch {
-                if Task.isCancelled { break }
-                logger.warning("ptp \(endpoint): \(error)")
-            }
-            if Task.isCancelled { break }
-            if let s = sessionBox.withLock({ v -> (any PTPVendorSession)? in
-                let o = v
-                v = nil
-                return o
-            }) { s.close() }
-            try? await Task.sleep(for: backoff)
-            backoff = min(backoff * 2, maxBackoff)
+    private func takeSession() -> (any PTPVendorSession)? {
+        sessionBox.withLock { v -> (any PTPVendorSession)? in
+            let o = v
+            v = nil
+            return o
         }
     }
 
@@ -223,7 +183,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
         }
     }
 
-    private func session(hub: FrameHub) async throws {
+    private func session(publisher: FramePublisher) async throws {
         let s = try await open()
         sessionBox.withLock { $0 = s }
         try await s.startLiveView()
@@ -241,7 +201,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
             let started = MonotonicClock.nanos()
             var got = 0
             let r = try await s.poll { wf in
-                publish(wf, hub: hub)
+                publish(wf, publisher)
                 got += 1
             }
             let now = MonotonicClock.nanos()
@@ -258,7 +218,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
                 lastFrame = now
                 nextDue = started + interval
                 busyDelay = 3_000_000
-                if state != .streaming { setState(.streaming) }
+                lifecycle.frameArrived()
             case .frame, .restarted:
                 nextDue = now + busyDelay
             case .busy:
@@ -276,21 +236,13 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
         throw CancellationError()
     }
 
-    private func publish(_ wf: WireFrame, hub: FrameHub) {
-        let now = MonotonicClock.nanos()
-        let frame = pool.take()
-        wf.jpeg.withUnsafeBytes { frame.setJPEG($0) }
-        frame.width = wf.width
-        frame.height = wf.height
+    /// Publishes a frame; formats without a sequence number get the gateway's own count.
+    private func publish(_ wf: WireFrame, _ publisher: FramePublisher) {
         sequence &+= 1
-        frame.sequence = wf.seq.map { UInt64(truncatingIfNeeded: $0) } ?? sequence
-        frame.cameraPTS = wf.pts
-        frame.timeBase = wf.pts == nil ? .arrival : .camera
-        frame.arrivalNanos = now
-        frame.cameraIndex = cameraIndex
-        frame.afAreas.append(contentsOf: wf.af)
-        stats.frame(bytes: frame.count, at: now)
-        hub.publish(frame)
+        let own = sequence
+        publisher.publish(wf) { frame in
+            if frame.sequence == nil { frame.sequence = own }
+        }
     }
 
     // MARK: Control
