@@ -8,44 +8,11 @@ import NIOCore
 import NIOPosix
 import Testing
 
-/// Collects what a hub publishes (Bandit tests' own copy, so the file stands alone).
-final class BanditFrameCollector: @unchecked Sendable {
-    struct Seen {
-        var seq: UInt64?
-        var pts: Int64?
-        var timeBase: Frame.TimeBase
-        var width: Int
-        var height: Int
-        var arrival: UInt64
-        var bytes: [UInt8]
-    }
-
-    let frames = Locked<[Seen]>([])
-    lazy var pacer = FramePacer(name: "bandit-collector") { [unowned self] f, done in
-        let s = Seen(seq: f.sequence, pts: f.cameraPTS, timeBase: f.timeBase, width: f.width, height: f.height,
-                     arrival: f.arrivalNanos, bytes: Array(f.bytes))
-        self.frames.withLock { $0.append(s) }
-        f.release()
-        done()
-    }
-
-    var count: Int { frames.withLock { $0.count } }
-    var all: [Seen] { frames.withLock { $0 } }
-
-    /// Waits until `n` frames arrived or `seconds` passed.
-    func wait(for n: Int, seconds: Double = 10) async -> Bool {
-        await banditWait(seconds: seconds) { self.count >= n }
-    }
-}
+typealias BanditFrameCollector = FrameCollector
 
 /// Polls `condition` every 20 ms until it holds or `seconds` pass; returns whether it held.
 func banditWait(seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        if Date() >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return true
+    await waitUntil(seconds: seconds, condition)
 }
 
 struct BanditSetup {

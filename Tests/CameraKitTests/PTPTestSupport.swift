@@ -6,46 +6,7 @@ import Logging
 import NIOPosix
 import Testing
 
-/// Collects the frames a hub publishes, with their arrival time.
-final class PTPFrameCollector: @unchecked Sendable {
-    struct Seen {
-        var seq: UInt64?
-        var width: Int
-        var height: Int
-        var af: [AFArea]
-        var bytes: [UInt8]
-        var at: UInt64
-    }
-
-    let frames = Locked<[Seen]>([])
-    lazy var pacer = FramePacer(name: "ptp-collector") { [unowned self] f, done in
-        let s = Seen(seq: f.sequence, width: f.width, height: f.height, af: f.afAreas, bytes: Array(f.bytes),
-                     at: MonotonicClock.nanos())
-        self.frames.withLock { $0.append(s) }
-        f.release()
-        done()
-    }
-
-    var count: Int { frames.withLock { $0.count } }
-    var all: [Seen] { frames.withLock { $0 } }
-
-    /// Waits until `n` frames arrived or `seconds` passed.
-    func wait(for n: Int, seconds: Double = 5) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while count < n && Date() < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-        return count >= n
-    }
-
-    /// Frames per second over a window of `seconds` measured from now (bounded).
-    func measureFPS(seconds: Double = 1.0) async -> Double {
-        let n0 = count
-        let t0 = MonotonicClock.nanos()
-        try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-        let n1 = count
-        let t1 = MonotonicClock.nanos()
-        return Double(n1 - n0) * 1e9 / Double(t1 - t0)
-    }
-}
+typealias PTPFrameCollector = FrameCollector
 
 struct PTPSetup {
     let emulator: PTPEmulator

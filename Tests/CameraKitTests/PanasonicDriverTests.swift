@@ -7,49 +7,11 @@ import Logging
 import NIOPosix
 import Testing
 
-/// Collects what a hub publishes, with arrival times.
-final class PanasonicFrameCollector: @unchecked Sendable {
-    struct Seen {
-        var seq: UInt64?
-        var width: Int
-        var height: Int
-        var af: [AFArea]
-        var bytes: Int
-        var at: UInt64
-    }
-
-    let frames = Locked<[Seen]>([])
-    lazy var pacer = FramePacer(name: "panasonic-collector") { [unowned self] f, done in
-        let s = Seen(seq: f.sequence, width: f.width, height: f.height, af: f.afAreas, bytes: f.count,
-                     at: MonotonicClock.nanos())
-        self.frames.withLock { $0.append(s) }
-        f.release()
-        done()
-    }
-
-    var count: Int { frames.withLock { $0.count } }
-    var all: [Seen] { frames.withLock { $0 } }
-
-    func wait(for n: Int, seconds: Double = 10) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while count < n && Date() < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-        return count >= n
-    }
-
-    /// Largest gap between consecutive frames that arrived after `from` (ns), in seconds.
-    func largestGap(after from: UInt64) -> Double {
-        let times = all.map(\.at).filter { $0 >= from }
-        var gap: UInt64 = 0
-        for (a, b) in zip(times, times.dropFirst()) { gap = max(gap, b &- a) }
-        return Double(gap) / 1e9
-    }
-}
+typealias PanasonicFrameCollector = FrameCollector
 
 /// Polls a condition for at most `seconds`.
 func panasonicEventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-    return condition()
+    await waitUntil(seconds: seconds, condition)
 }
 
 struct PanasonicSetup {

@@ -6,37 +6,6 @@ import Logging
 import NIOPosix
 import Testing
 
-/// Collects frames a hub publishes.
-final class FrameCollector: @unchecked Sendable {
-    struct Seen {
-        var seq: UInt64?
-        var pts: Int64?
-        var timeBase: Frame.TimeBase
-        var width: Int
-        var height: Int
-        var af: [AFArea]
-        var bytes: [UInt8]
-    }
-
-    let frames = Locked<[Seen]>([])
-    lazy var pacer = FramePacer(name: "collector") { [unowned self] f, done in
-        let s = Seen(seq: f.sequence, pts: f.cameraPTS, timeBase: f.timeBase, width: f.width, height: f.height,
-                     af: f.afAreas, bytes: Array(f.bytes))
-        self.frames.withLock { $0.append(s) }
-        f.release()
-        done()
-    }
-
-    var count: Int { frames.withLock { $0.count } }
-    var all: [Seen] { frames.withLock { $0 } }
-
-    /// Waits until `n` frames arrived or `seconds` passed.
-    func wait(for n: Int, seconds: Double = 10) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while count < n && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        return count >= n
-    }
-}
 
 struct SonySetup {
     let emulator: SonyEmulator
