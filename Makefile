@@ -35,9 +35,15 @@ conformance: build
 		echo "conformance: SKIPPED — $(CONFORMANCE) not found (it lives in ../shared beside the clone)"; \
 	fi
 
-## Benchmarks (not part of `make test`): see Benchmarks/README.md.
-bench: build
-	./.build/release/livegate bench
+## Benchmarks (not part of `make test`): see Benchmarks/README.md. Builds the Benchmarks package
+## (scratch path Benchmarks/.build), runs the ordo-one suites (allocations per frame on the hot path,
+## parse throughput per format), then the end-to-end ones (loopback RTSP latency, CPU vs ffmpeg).
+BENCH_FRAMES ?= 300
+bench: deps
+	cd Benchmarks && $(SWIFT) build -c release
+	cd Benchmarks && $(SWIFT) package benchmark --no-progress
+	./Benchmarks/.build/release/livegate-bench latency --frames $(BENCH_FRAMES)
+	./Benchmarks/.build/release/livegate-bench cpu --frames 600
 
 clean:
 	rm -rf .build Tests/CoreTSan/.build

@@ -138,6 +138,7 @@ public struct BanditViewfinderReassembler: Sendable {
         frame.seq = Int64(startNumber)
         stats.frames += 1
         emit(.frame(frame))
+        frame.jpeg = []  // a slice kept here would make the next frame's write into `buffer` copy it
     }
 
     /// End of input: a frame still being assembled is dropped and reported.

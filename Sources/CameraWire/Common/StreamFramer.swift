@@ -50,6 +50,10 @@ struct StreamFramer<Format: StreamContainerFormat> {
         case .frame(let n):
             stats.frames += 1
             emit(.frame(frame))
+            // Let go of the bytes the frame pointed into (the caller's chunk or `buffer`): a slice
+            // kept here would make the caller's next reuse of its array, or our next `buffer` edit,
+            // copy the whole array (one heap allocation per frame).
+            frame.jpeg = []
             return max(n, 1)
         }
     }

@@ -110,6 +110,7 @@ public struct PanasonicLiveViewParser: Sendable {
         }
         stats.frames += 1
         emit(.frame(frame))
+        frame.jpeg = []  // do not keep the caller's datagram buffer referenced (its reuse would copy it)
     }
 
     private mutating func fail(_ e: WireError, _ at: Int, _ emit: (WireEvent) -> Void) {
