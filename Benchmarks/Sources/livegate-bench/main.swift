@@ -179,7 +179,11 @@ func h264Launch() throws -> String {
     s = s.trimmingCharacters(in: CharacterSet(charactersIn: "() \n"))
     guard let r = s.range(of: "rtph264pay") else { throw BenchError("template without rtph264pay") }
     s = String(s[..<r.lowerBound]) + "fakesink name=sink sync=false"
-    if option("--variant", "") == "no-range-convert" {
+    if option("--variant", "").contains("qual") {
+        // Experiment: constant quality (as ffmpeg's default CRF 23) instead of 4 Mbit/s ABR.
+        s = s.replacingOccurrences(of: "bitrate=4000", with: "pass=qual quantizer=23")
+    }
+    if option("--variant", "").contains("no-range-convert") {
         // Experiment: let x264 take the full-range I420 as it is (no videoconvert range conversion).
         s = s.replacingOccurrences(of: "videoconvert ! video/x-raw,format=I420,colorimetry=bt601 ! ", with: "")
     }
