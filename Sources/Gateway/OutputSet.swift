@@ -58,6 +58,12 @@ final class OutputSet: @unchecked Sendable {
         }
         var webcam: VirtualWebcamOutput?
         if let device = options.v4l2Device {
+            if options.v4l2Sink == nil, !FileManager.default.fileExists(atPath: device) {
+                throw MediaError("""
+                    the virtual webcam \(device) does not exist. Load v4l2loopback first: \
+                    sudo modprobe v4l2loopback video_nr=10 card_label=livegate exclusive_caps=1 (see README)
+                    """)
+            }
             var config = VirtualWebcamOutput.Configuration(device: device)
             config.sink = options.v4l2Sink
             let cam = try VirtualWebcamOutput(runtime: runtime, configuration: config, logger: logger)

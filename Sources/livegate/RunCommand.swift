@@ -90,6 +90,14 @@ struct Run: AsyncParsableCommand {
             if ready.withLock({ n -> Int in n += 1; return n }) == 2 { printBanner(gateway) }
         }
         gateway.onStarted = { _ in oneReady() }
+        // Cameras and outputs first: a port in use or a missing device stops here, with one clear
+        // message, before the HTTP server starts (the service's run() finds them started).
+        do {
+            try await gateway.start()
+        } catch {
+            await gateway.stop()
+            throw CLIError("\(error)")
+        }
         let app = Application(
             router: ControlAPI.buildRouter(model: gateway),
             configuration: .init(address: .hostname(listen, port: httpPort), serverName: "livegate"),
