@@ -171,6 +171,15 @@ final class PTPEmulatorModel: @unchecked Sendable {
 
     var isStalled: Bool { MonotonicClock.nanos() < state.withLock { $0.stallUntil } }
 
+    /// The index of the frame to serve now, counted as sent, or nil when the rate or a stall says
+    /// busy.
+    private func claimFrame(_ s: inout State) -> Int? {
+        guard takeFrameSlot(&s) else { return nil }
+        s.frameIndex += 1
+        s.framesSent += 1
+        return s.frameIndex - 1
+    }
+
     /// True when a frame may be served now (rate and stall), updating the rate clock.
     private func takeFrameSlot(_ s: inout State) -> Bool {
         let now = MonotonicClock.nanos()
@@ -281,11 +290,9 @@ final class PTPEmulatorModel: @unchecked Sendable {
                     s.props[0xD1A2]?.value = 0
                 }
                 guard s.lvOn else { return .some(nil) }
-                guard takeFrameSlot(&s) else { return nil }
+                guard let i = claimFrame(&s) else { return nil }
                 s.servedSinceStart += 1
-                s.frameIndex += 1
-                s.framesSent += 1
-                return .some(s.frameIndex - 1)
+                return .some(i)
             }) else { return PTPReply(code: PTPResponse.deviceBusy) }
             guard let i = index else { return PTPReply(code: PTPResponse.nikonNotLiveView) }
             return PTPReply(code: PTPResponse.ok, data: nikonObject(index: i, ex: code == 0x9428))
@@ -353,10 +360,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
             guard p0 == PTPEvent.sonyLiveViewHandle else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
             let slot = state.withLock { s -> Int? in
                 guard s.sdioStage >= 3 else { return -1 }
-                guard takeFrameSlot(&s) else { return nil }
-                s.frameIndex += 1
-                s.framesSent += 1
-                return s.frameIndex - 1
+                return claimFrame(&s)
             }
             guard let i = slot else { return PTPReply(code: PTPResponse.accessDenied) }
             guard i >= 0 else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
@@ -449,10 +453,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
         case 0x9153:
             let slot = state.withLock { s -> Int? in
                 guard (s.props[0xD1B0]?.value ?? 0) & 2 != 0 else { return -1 }
-                guard takeFrameSlot(&s) else { return nil }
-                s.frameIndex += 1
-                s.framesSent += 1
-                return s.frameIndex - 1
+                return claimFrame(&s)
             }
             guard let i = slot else { return PTPReply(code: PTPResponse.deviceBusy) }
             guard i >= 0 else { return PTPReply(code: PTPResponse.canonObjectNotReady) }

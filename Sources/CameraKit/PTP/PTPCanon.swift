@@ -66,16 +66,7 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendabl
         switch r.code {
         case PTPResponse.ok:
             parser.focusInfo = cache.withLock { $0.focus }
-            var got = false
-            var damaged = false
-            parser.feed(r.data) { ev in
-                switch ev {
-                case .frame(let f):
-                    got = true
-                    emit(f)
-                case .issue: damaged = true
-                }
-            }
+            let (got, damaged) = collectFrames(emit) { parser.feed(r.data, $0) }
             if damaged {
                 let fi = parser.focusInfo
                 parser = CanonEVFParser()

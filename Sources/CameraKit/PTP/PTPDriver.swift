@@ -68,6 +68,26 @@ class PTPVendorBase: @unchecked Sendable {
     func close() { transport.close() }
 
     func drainEvents() -> [PTPEventRecord] { transport.drainEvents() }
+
+    /// Runs one parser feed (`feed` calls the parser with the event sink), forwarding frames to
+    /// `emit`; says whether a frame came out and whether the parser reported damage (the caller
+    /// then starts a fresh parser).
+    func collectFrames(_ emit: (WireFrame) -> Void, feed: ((WireEvent) -> Void) -> Void) -> (got: Bool, damaged: Bool) {
+        var got = false
+        var damaged = false
+        withoutActuallyEscaping(emit) { emit in
+            feed { ev in
+                switch ev {
+                case .frame(let f):
+                    got = true
+                    emit(f)
+                case .issue:
+                    damaged = true
+                }
+            }
+        }
+        return (got, damaged)
+    }
 }
 
 /// Live view and control for PTP/IP cameras (Nikon, Canon EOS, Sony PTP, Fujifilm): the

@@ -52,16 +52,7 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable
     func poll(_ emit: (WireFrame) -> Void) async throws -> PTPPoll {
         guard let lv = liveView else { throw PTPTransportError.closed("fuji live view not started") }
         guard case .message(let m) = try await lv.receive(timeout: timeout) else { return .busy }
-        var got = false
-        var damaged = false
-        parser.feed(m) { ev in
-            switch ev {
-            case .frame(let f):
-                got = true
-                emit(f)
-            case .issue: damaged = true
-            }
-        }
+        let (got, damaged) = collectFrames(emit) { parser.feed(m, $0) }
         if damaged { parser = FujiLiveViewParser() }
         return got ? .frame : .busy
     }

@@ -50,16 +50,7 @@ final class NikonPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendabl
         let r = try await call(op)
         switch r.code {
         case PTPResponse.ok:
-            var got = false
-            var damaged = false
-            parser.feed(r.data) { ev in
-                switch ev {
-                case .frame(let f):
-                    got = true
-                    emit(f)
-                case .issue: damaged = true
-                }
-            }
+            let (got, damaged) = collectFrames(emit) { parser.feed(r.data, $0) }
             if got { lastSpace.withLock { $0 = parser.lastHeader.coordinateSpace } }
             if damaged { parser = NikonLiveViewParser() }
             return got ? .frame : .busy

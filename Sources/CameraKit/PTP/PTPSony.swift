@@ -28,16 +28,7 @@ final class SonyPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable
         case PTPResponse.ok:
             // A zero image size means "no frame yet" (same as AccessDenied).
             guard r.data.count >= 16, r.data[4] | r.data[5] | r.data[6] | r.data[7] != 0 else { return .busy }
-            var got = false
-            var damaged = false
-            parser.feed(r.data) { ev in
-                switch ev {
-                case .frame(let f):
-                    got = true
-                    emit(f)
-                case .issue: damaged = true
-                }
-            }
+            let (got, damaged) = collectFrames(emit) { parser.feed(r.data, $0) }
             if damaged { parser = SonyPTPParser(transfer: .raw) }
             return got ? .frame : .busy
         case PTPResponse.accessDenied, PTPResponse.deviceBusy, PTPResponse.invalidObjectHandle:
