@@ -111,18 +111,9 @@ public final class BanditEmulator: CameraEmulator, @unchecked Sendable {
             .bind(host: host, port: 0).get()
         let http: any Channel
         do {
-            http = try await ServerBootstrap(group: group)
-                .serverChannelOption(.backlog, value: 64)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                .childChannelInitializer { ch in
-                    emulator.addConnection(ch)
-                    return ch.eventLoop.makeCompletedFuture {
-                        try ch.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        try ch.pipeline.syncOperations.addHandler(BanditEmulatorHTTPHandler(emulator: emulator))
-                    }
-                }
-                .bind(host: host, port: requestedPort).get()
+            http = try await EmulatorHTTPServer.bind(
+                group: group, host: host, port: requestedPort, onConnection: { emulator.addConnection($0) }
+            ) { BanditEmulatorHTTPHandler(emulator: emulator) }
         } catch {
             back.close(promise: nil)
             udp.close(promise: nil)

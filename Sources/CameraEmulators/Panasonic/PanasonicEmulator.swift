@@ -89,17 +89,9 @@ public final class PanasonicEmulator: CameraEmulator, @unchecked Sendable {
             .channelOption(.socketOption(.so_sndbuf), value: 1 << 20)
             .bind(host: host, port: 0).get()
         udpBox.withLock { $0 = udp }
-        let server = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 64)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { ch in
-                ch.eventLoop.makeCompletedFuture {
-                    try ch.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try ch.pipeline.syncOperations.addHandler(PanasonicEmulatorHTTPHandler(emulator: emulator))
-                }
-            }
-            .bind(host: host, port: requestedPort).get()
+        let server = try await EmulatorHTTPServer.bind(group: group, host: host, port: requestedPort) {
+            PanasonicEmulatorHTTPHandler(emulator: emulator)
+        }
         serverBox.withLock { $0 = server }
         return server.localAddress?.port ?? requestedPort
     }

@@ -35,17 +35,9 @@ public final class SonyEmulator: CameraEmulator, @unchecked Sendable {
     @discardableResult
     public func start() async throws -> Int {
         let emulator = self
-        let channel = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 64)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { ch in
-                ch.eventLoop.makeCompletedFuture {
-                    try ch.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try ch.pipeline.syncOperations.addHandler(SonyEmulatorHandler(emulator: emulator))
-                }
-            }
-            .bind(host: host, port: requestedPort).get()
+        let channel = try await EmulatorHTTPServer.bind(group: group, host: host, port: requestedPort) {
+            SonyEmulatorHandler(emulator: emulator)
+        }
         channelBox.withLock { $0 = channel }
         return channel.localAddress?.port ?? requestedPort
     }
