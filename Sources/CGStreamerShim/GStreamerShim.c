@@ -1,4 +1,5 @@
 #include "GStreamerShim.h"
+#include <gst/app/gstappsink.h>
 
 static gsize lg_init_done = 0;
 static gboolean lg_init_ok = FALSE;
@@ -78,11 +79,19 @@ void lg_object_set_int64(gpointer obj, const char *name, gint64 value) { g_objec
 void lg_object_set_string(gpointer obj, const char *name, const char *value) { g_object_set(obj, name, value, NULL); }
 
 guint64 lg_element_running_time(GstElement *element) {
+    /* Only in PLAYING with a base time: while a pipeline goes to PLAYING it has its clock before its
+     * base time, and "clock time - 0" is the machine's uptime, a timestamp that a synchronised sink
+     * waits for (a session that gets no media for as long as the machine has been up). */
+    GST_OBJECT_LOCK(element);
+    GstState state = GST_STATE(element);
+    GST_OBJECT_UNLOCK(element);
+    if (state != GST_STATE_PLAYING) return GST_CLOCK_TIME_NONE;
+    GstClockTime base = gst_element_get_base_time(element);
+    if (base == 0 || base == GST_CLOCK_TIME_NONE) return GST_CLOCK_TIME_NONE;
     GstClock *clock = gst_element_get_clock(element);
     if (!clock) return GST_CLOCK_TIME_NONE;
     GstClockTime now = gst_clock_get_time(clock);
     gst_object_unref(clock);
-    GstClockTime base = gst_element_get_base_time(element);
     if (now < base) return 0;
     return now - base;
 }
@@ -218,12 +227,12 @@ guint lg_rtsp_server_attach(GstRTSPServer *server, GMainContext *context) {
 int lg_rtsp_server_bound_port(GstRTSPServer *server) { return gst_rtsp_server_get_bound_port(server); }
 
 GstRTSPMediaFactory *lg_rtsp_mount(GstRTSPServer *server, const char *path, const char *launch,
-                                   lg_media_configure_callback callback, gpointer user,
+                                   gboolean shared, lg_media_configure_callback callback, gpointer user,
                                    GClosureNotify notify) {
     GstRTSPMountPoints *mounts = gst_rtsp_server_get_mount_points(server);
     GstRTSPMediaFactory *factory = gst_rtsp_media_factory_new();
     gst_rtsp_media_factory_set_launch(factory, launch);
-    gst_rtsp_media_factory_set_shared(factory, TRUE);
+    gst_rtsp_media_factory_set_shared(factory, shared);
     g_signal_connect_data(factory, "media-configure", G_CALLBACK(callback), user, notify, 0);
     gst_rtsp_mount_points_add_factory(mounts, path, factory); /* takes the factory's reference */
     g_object_unref(mounts);
@@ -249,27 +258,10 @@ GstElement *lg_rtsp_media_get_by_name(GstRTSPMedia *media, const char *name) {
     return found;
 }
 
-static void lg_on_play_request(GstRTSPClient *client, GstRTSPContext *ctx, gpointer user) {
-    (void)client; (void)user;
-    if (!ctx || !ctx->media) return;
-    GstElement *element = gst_rtsp_media_get_element(ctx->media);
-    if (!element) return;
-    GstElement *pay = GST_IS_BIN(element) ? gst_bin_get_by_name(GST_BIN(element), "pay0") : NULL;
-    if (pay) {
-        /* An upstream event sent to an element enters its source pad and travels upstream. */
-        gst_element_send_event(pay, gst_video_event_new_upstream_force_key_unit(GST_CLOCK_TIME_NONE, TRUE, 0));
-        gst_object_unref(pay);
-    }
-    gst_object_unref(element);
-}
-
-static void lg_on_client_connected(GstRTSPServer *server, GstRTSPClient *client, gpointer user) {
-    (void)server; (void)user;
-    g_signal_connect(client, "play-request", G_CALLBACK(lg_on_play_request), NULL);
-}
-
-void lg_rtsp_server_request_key_frames_on_play(GstRTSPServer *server) {
-    g_signal_connect(server, "client-connected", G_CALLBACK(lg_on_client_connected), NULL);
+void lg_rtsp_server_set_max_threads(GstRTSPServer *server, gint max_threads) {
+    GstRTSPThreadPool *pool = gst_rtsp_server_get_thread_pool(server);
+    gst_rtsp_thread_pool_set_max_threads(pool, max_threads);
+    g_object_unref(pool);
 }
 
 static GstRTSPFilterResult lg_remove_client(GstRTSPServer *server, GstRTSPClient *client, gpointer user) {
@@ -288,4 +280,58 @@ guint lg_rtsp_server_client_count(GstRTSPServer *server) {
     guint n = g_list_length(clients);
     g_list_free_full(clients, g_object_unref);
     return n;
+}
+
+void lg_buffer_set_pts_dts(GstBuffer *buf, guint64 pts, guint64 duration) {
+    GST_BUFFER_PTS(buf) = pts;
+    GST_BUFFER_DTS(buf) = pts;
+    GST_BUFFER_DURATION(buf) = duration;
+}
+
+gboolean lg_buffer_is_delta(GstBuffer *buf) { return GST_BUFFER_FLAG_IS_SET(buf, GST_BUFFER_FLAG_DELTA_UNIT); }
+
+GstBuffer *lg_buffer_ref(GstBuffer *buf) { return gst_buffer_ref(buf); }
+void lg_buffer_unref(GstBuffer *buf) { gst_buffer_unref(buf); }
+
+GstBuffer *lg_buffer_copy_shallow(GstBuffer *buf) {
+    return gst_buffer_copy(buf); /* metadata copied, memory shared (no byte copy) */
+}
+
+gsize lg_buffer_size(GstBuffer *buf) { return gst_buffer_get_size(buf); }
+
+void lg_request_key_frame(GstElement *encoder) {
+    /* An upstream event sent to an element enters its source pad: the encoder makes the next frame an IDR. */
+    gst_element_send_event(encoder, gst_video_event_new_upstream_force_key_unit(GST_CLOCK_TIME_NONE, TRUE, 0));
+}
+
+typedef struct {
+    lg_sample_callback callback;
+    gpointer user;
+    GDestroyNotify notify;
+} LgSinkCallbacks;
+
+static GstFlowReturn lg_on_new_sample(GstAppSink *sink, gpointer data) {
+    LgSinkCallbacks *cbs = data;
+    GstSample *sample = gst_app_sink_pull_sample(sink);
+    if (!sample) return GST_FLOW_EOS;
+    GstBuffer *buf = gst_sample_get_buffer(sample);
+    if (buf) cbs->callback(buf, cbs->user);
+    gst_sample_unref(sample);
+    return GST_FLOW_OK;
+}
+
+static void lg_sink_callbacks_free(gpointer data) {
+    LgSinkCallbacks *cbs = data;
+    if (cbs->notify) cbs->notify(cbs->user);
+    g_free(cbs);
+}
+
+void lg_app_sink_on_buffer(GstElement *appsink, lg_sample_callback callback, gpointer user, GDestroyNotify notify) {
+    LgSinkCallbacks *cbs = g_new0(LgSinkCallbacks, 1);
+    cbs->callback = callback;
+    cbs->user = user;
+    cbs->notify = notify;
+    GstAppSinkCallbacks callbacks = {0};
+    callbacks.new_sample = lg_on_new_sample;
+    gst_app_sink_set_callbacks(GST_APP_SINK(appsink), &callbacks, cbs, lg_sink_callbacks_free);
 }

@@ -16,6 +16,8 @@ public protocol CameraDriver: AnyObject, Sendable {
     var vendor: String { get }
     /// Current connection state.
     var state: CameraState { get }
+    /// Why the last session ended or failed (nil before the first failure).
+    var lastError: String? { get }
     /// Counters for the API and /metrics.
     var stats: DriverStats { get }
     /// Starts connecting and streaming into `hub`; reconnects with back-off until `stop()`.

@@ -2,6 +2,7 @@ import CameraKit
 import Foundation
 public import Hummingbird
 import LiveViewCore
+public import MediaKit
 import Logging
 import NIOCore
 
@@ -14,6 +15,11 @@ public protocol ControlModel: Sendable {
     var hlsRoot: String? { get }
     /// The URLs a user opens for a camera (rtsp, hls).
     func urls(for camera: CameraRuntime) -> [String: String]
+    /// A player asked for a camera's HLS playlist (`playlist: true`) or a segment: start HLS on
+    /// demand and tell whether the playlist is there.
+    func hlsRequest(camera: String, playlist: Bool) async -> HLSOutput.Readiness
+    /// What runs for a camera: its media-graph branches ("jpeg", "picture", "encoder", "hls") and "slate".
+    func branches(camera: String) -> [String: Bool]
 }
 
 /// The HTTP JSON control API (Hummingbird): cameras, properties, touch-AF, metrics and HLS files.
@@ -85,7 +91,7 @@ public enum ControlAPI {
                      body: .init(byteBuffer: ByteBuffer(string: model.metricsText())))
         }
         router.get("/hls/:id/:file") { _, context in
-            try hlsFile(context, model: model)
+            try await hlsFile(context, model: model)
         }
         return router
     }
@@ -146,6 +152,7 @@ public enum ControlAPI {
             "fps": (cam.driver.stats.fps * 10).rounded() / 10, "frames": cam.driver.stats.frames,
             "drops": cam.driver.stats.drops, "reconnects": cam.driver.stats.reconnects,
             "width": size.width, "height": size.height, "outputs": model.urls(for: cam),
+            "reason": OutputSet.reason(cam.driver) ?? NSNull(), "branches": model.branches(camera: cam.id),
         ]
     }
 
@@ -171,14 +178,24 @@ public enum ControlAPI {
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buf))
     }
 
-    /// Serves `<hlsRoot>/<id>/<file>`; only plain file names of the playlist and its segments.
-    static func hlsFile(_ context: BasicRequestContext, model: any ControlModel) throws -> Response {
+    /// Serves `<hlsRoot>/<id>/<file>`; only plain file names of the playlist and its segments. A
+    /// request starts the camera's HLS when it is not running; a playlist is answered once it exists
+    /// (or 503 with Retry-After while HLS is still starting).
+    static func hlsFile(_ context: BasicRequestContext, model: any ControlModel) async throws -> Response {
         guard let root = model.hlsRoot else { throw APIError(.notFound, "HLS is off") }
         let cam = try camera(context, model)
         let file = context.parameters.get("file") ?? ""
         let allowed = file.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-") }
         guard allowed, !file.hasPrefix("."), file.hasSuffix(".m3u8") || file.hasSuffix(".ts"), file.count <= 64 else {
             throw APIError(.notFound, "no such HLS file")
+        }
+        let isPlaylist = file.hasSuffix(".m3u8")
+        if await model.hlsRequest(camera: cam.id, playlist: isPlaylist) == .starting {
+            var headers: HTTPFields = [.contentType: "application/json", .accessControlAllowOrigin: "*"]
+            headers[.retryAfter] = "1"
+            var buf = ByteBuffer(string: #"{"error": "HLS is starting; retry in a second"}"#)
+            buf.writeString("\n")
+            return Response(status: .serviceUnavailable, headers: headers, body: .init(byteBuffer: buf))
         }
         let path = "\(root)/\(cam.id)/\(file)"
         guard let data = FileManager.default.contents(atPath: path) else {

@@ -2,6 +2,7 @@ import CameraEmulators
 import CameraKit
 public import Foundation
 import LiveViewCore
+public import MediaKit
 public import Logging
 public import NIOCore
 public import NIOPosix
@@ -56,7 +57,11 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
                 driver = try VendorRegistry.makeDriver(emuURL, group: group, cameraIndex: i, logger: logger)
             }
             let cam = CameraRuntime(id: spec.id, index: i, url: url, driver: driver, hub: FrameHub())
-            try outputs.attach(cam)
+            let nominal: (width: Int, height: Int)? = {
+                if case .emulator = spec.source { return (options.emulatorWidth, options.emulatorHeight) }
+                return nil
+            }()
+            try outputs.attach(cam, nominalSize: nominal)
             driver.start(hub: cam.hub)
             list.append(cam)
         }
@@ -92,6 +97,14 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         if let r = options.recordDirectory { u["recording"] = r }
         return u
     }
+
+    /// A player asked for a camera's HLS playlist or segment.
+    public func hlsRequest(camera: String, playlist: Bool) async -> HLSOutput.Readiness {
+        await outputs.hlsRequest(camera: camera, playlist: playlist)
+    }
+
+    /// What runs for a camera right now: its media-graph branches and whether it shows the slate.
+    public func branches(camera: String) -> [String: Bool] { outputs.branches(camera: camera) }
 
     /// The RTSP port in use (the bound one when the option was 0).
     public var rtspPort: Int { outputs.rtspPort ?? options.rtspPort }

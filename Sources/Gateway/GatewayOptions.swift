@@ -21,6 +21,8 @@ public struct GatewayOptions: Sendable {
     public var overlay = true
     /// Nominal frame rate for encoders (cameras send what they send).
     public var fps = 30
+    /// Seconds a media-graph branch (decode, encoder, HLS) keeps running after its last consumer.
+    public var lingerSeconds = 10
     /// Emulator settings for `emulator:` cameras.
     public var emulatorFPS = 30.0
     public var emulatorWidth = 768

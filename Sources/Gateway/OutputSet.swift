@@ -1,10 +1,12 @@
+import CameraKit
 import Foundation
 import LiveViewCore
 import Logging
 import MediaKit
 
-/// The GStreamer outputs of every camera: RTSP (H.264 + raw MJPEG), HLS, the virtual webcam and
-/// the recorder, all fed from the camera's hub; one shared decode per camera for the raw-video ones.
+/// The GStreamer outputs of every camera, all fed by the camera's media graph (`CameraGraph`:
+/// branches that run only while consumed, one shared decode and one shared encoder per camera, the
+/// offline slate): RTSP (H.264 + raw MJPEG), HLS on demand, the virtual webcam and the recorder.
 final class OutputSet: @unchecked Sendable {
     let options: GatewayOptions
     let logger: Logger
@@ -15,7 +17,7 @@ final class OutputSet: @unchecked Sendable {
         var hlsRoot: String?
         var hlsIsTemporary = false
         var webcam: VirtualWebcamOutput?
-        var annotated: [String: AnnotatedStream] = [:]
+        var graphs: [String: CameraGraph] = [:]
         var recorders: [String: Recorder] = [:]
     }
     private let state = Locked(State())
@@ -54,7 +56,9 @@ final class OutputSet: @unchecked Sendable {
                 temporary = true
             }
             try FileManager.default.createDirectory(atPath: root!, withIntermediateDirectories: true)
-            hls = HLSOutput(runtime: runtime, configuration: .init(root: root!), logger: logger)
+            var config = HLSOutput.Configuration(root: root!)
+            config.linger = .seconds(options.lingerSeconds)
+            hls = HLSOutput(runtime: runtime, configuration: config, logger: logger)
         }
         var webcam: VirtualWebcamOutput?
         if let device = options.v4l2Device {
@@ -87,26 +91,69 @@ final class OutputSet: @unchecked Sendable {
         }
     }
 
-    /// Wires one camera's hub to every output.
-    func attach(_ cam: CameraRuntime) throws {
+    /// Builds one camera's media graph and wires it to every output (nothing runs until consumed).
+    func attach(_ cam: CameraRuntime, nominalSize: (width: Int, height: Int)?) throws {
         let (runtime, rtsp, hls, webcam) = state.withLock { ($0.runtime, $0.rtsp, $0.hls, $0.webcam) }
         guard let runtime, let rtsp else { return }
-        let annotate = try AnnotatedStream(name: cam.id, hub: cam.hub, overlay: options.overlay, logger: logger)
-        try rtsp.addCamera(id: cam.id, hub: cam.hub, annotate: annotate, fps: options.fps)
-        try hls?.addCamera(id: cam.id, annotate: annotate, fps: options.fps)
-        if cam.index == 0 { webcam?.show(annotate) }
+        var config = CameraGraph.Configuration(id: cam.id)
+        config.fps = options.fps
+        config.overlay = options.overlay
+        config.linger = .seconds(options.lingerSeconds)
+        if let nominalSize {
+            config.nominalWidth = nominalSize.width
+            config.nominalHeight = nominalSize.height
+        }
+        let driver = cam.driver
+        let graph = try CameraGraph(configuration: config, hub: cam.hub, runtime: runtime, presence: {
+            CameraPresence(state: driver.state.rawValue, reason: OutputSet.reason(driver))
+        }, logger: logger)
+        try rtsp.addCamera(graph)
+        try hls?.addCamera(graph)
+        if cam.index == 0 { webcam?.show(graph.pictures) }
         var recorder: Recorder?
         if let dir = options.recordDirectory {
-            let r = Recorder(configuration: .init(cameraID: cam.id, directory: dir,
-                                                  segmentDuration: .seconds(options.segmentSeconds)),
-                             runtime: runtime, logger: logger)
+            var rc = Recorder.Configuration(cameraID: cam.id, directory: dir, segmentDuration: .seconds(options.segmentSeconds))
+            rc.fps = options.fps
+            let r = Recorder(configuration: rc, runtime: runtime, logger: logger)
             try r.start(hub: cam.hub)
             recorder = r
         }
         state.withLock { s in
-            s.annotated[cam.id] = annotate
+            s.graphs[cam.id] = graph
             if let recorder { s.recorders[cam.id] = recorder }
         }
+    }
+
+    /// A short, readable reason for the slate and the API from the driver's last error.
+    static func reason(_ driver: any CameraDriver) -> String? {
+        let state = driver.state
+        if state == .streaming { return nil }
+        guard let raw = driver.lastError else {
+            return state == .connecting ? "waiting for the camera to answer" : nil
+        }
+        let lower = raw.lowercased()
+        if lower.contains("refused") { return "connection refused" }
+        if lower.contains("timed out") || lower.contains("timeout") { return "the camera does not answer (timeout)" }
+        if lower.contains("reset by peer") || lower.contains("eof") || lower.contains("closed") { return "the camera closed the connection" }
+        if lower.contains("no route") || lower.contains("unreachable") { return "camera unreachable" }
+        return raw.count > 80 ? String(raw.prefix(77)) + "..." : raw
+    }
+
+    /// The graph of a camera.
+    func graph(_ id: String) -> CameraGraph? { state.withLock { $0.graphs[id] } }
+
+    /// A player asked for HLS of a camera.
+    func hlsRequest(camera: String, playlist: Bool) async -> HLSOutput.Readiness {
+        guard let hls = state.withLock({ $0.hls }) else { return .unknownCamera }
+        return await hls.request(camera: camera, playlist: playlist)
+    }
+
+    /// What runs for a camera right now (the API's camera JSON).
+    func branches(camera: String) -> [String: Bool] {
+        let (g, hls) = state.withLock { ($0.graphs[camera], $0.hls) }
+        guard let g else { return [:] }
+        return ["jpeg": g.jpeg.isRunning, "picture": g.pictures.isRunning, "encoder": g.encoded.isRunning,
+                "hls": hls?.isRunning(camera: camera) ?? false, "slate": g.showingSlate]
     }
 
     /// Stops everything; recordings are finished (EOS) first.
@@ -120,7 +167,7 @@ final class OutputSet: @unchecked Sendable {
         s.webcam?.stop()
         s.hls?.stop()
         s.rtsp?.stop()
-        for a in s.annotated.values { a.stop() }
+        for g in s.graphs.values { g.stop() }
         s.runtime?.shutdown()
         if s.hlsIsTemporary, let root = s.hlsRoot { try? FileManager.default.removeItem(atPath: root) }
     }
@@ -133,9 +180,8 @@ final class OutputSet: @unchecked Sendable {
     func writeMetrics(into m: inout MetricsWriter, cameras: [CameraRuntime]) {
         let s = state.withLock { $0 }
         var stats: [OutputStats] = []
-        stats += s.rtsp?.stats() ?? []
         stats += s.hls?.stats() ?? []
-        for (id, a) in s.annotated { stats.append(a.stats(camera: id)) }
+        for g in s.graphs.values { stats += g.stats() }
         for r in s.recorders.values { stats.append(r.stats()) }
         if let w = s.webcam { stats.append(w.stats(camera: cameras.first?.id ?? "")) }
         let series: [(String, String, KeyPath<OutputStats, Int>, String)] = [
@@ -153,5 +199,20 @@ final class OutputSet: @unchecked Sendable {
                 m.sample(name, ["camera": st.camera, "output": st.output], Double(st[keyPath: key]))
             }
         }
+        let graphs = s.graphs.sorted { $0.key < $1.key }
+        m.help("livegate_encoders_running", "H.264 encoders running for a camera (0 while nobody watches an encoded output).", type: "gauge")
+        for (id, g) in graphs { m.sample("livegate_encoders_running", ["camera": id], Double(g.runningEncoders)) }
+        m.help("livegate_branch_running", "1 while a media-graph branch of a camera runs (jpeg, picture, encoder, hls).", type: "gauge")
+        for (id, _) in graphs {
+            for (branch, on) in branches(camera: id).sorted(by: { $0.key < $1.key }) where branch != "slate" {
+                m.sample("livegate_branch_running", ["camera": id, "branch": branch], on ? 1 : 0)
+            }
+        }
+        m.help("livegate_slate_showing", "1 while a camera's outputs show the offline slate.", type: "gauge")
+        for (id, g) in graphs { m.sample("livegate_slate_showing", ["camera": id], g.showingSlate ? 1 : 0) }
+        m.help("livegate_slate_frames_total", "Offline slate frames published.", type: "counter")
+        for (id, g) in graphs { m.sample("livegate_slate_frames_total", ["camera": id], Double(g.slateFrames)) }
+        m.help("livegate_output_sessions_starved_total", "Output sessions that got no media for 5 s (each episode once).", type: "counter")
+        for (id, g) in graphs { m.sample("livegate_output_sessions_starved_total", ["camera": id], Double(g.starvedSessions)) }
     }
 }

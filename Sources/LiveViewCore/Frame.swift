@@ -28,6 +28,9 @@ public final class Frame: @unchecked Sendable {
     public var afAreas: [AFArea] = []
     /// The id of the camera that produced the frame (set by the driver).
     public var cameraIndex: Int = 0
+    /// True for the gateway's offline slate (shown while the camera is away): live outputs carry it,
+    /// the recorder skips it.
+    public var isSlate = false
 
     private let refs = Atomic<Int>(1)
     let pool: FramePool?
@@ -115,6 +118,7 @@ public final class Frame: @unchecked Sendable {
         width = 0
         height = 0
         afAreas.removeAll(keepingCapacity: true)
+        isSlate = false
     }
 
     /// Adds an owner.

@@ -2,10 +2,13 @@ public import LiveViewCore
 public import Logging
 import Synchronization
 
-/// The one decode per camera frame that every raw-video output shares (H.264 RTSP, HLS, virtual
-/// webcam): a hub consumer (`FramePacer`, latest wins) whose own thread decodes the camera's JPEG to
-/// I420 with libjpeg-turbo, draws the AF areas when the overlay is on, and hands the picture to every
-/// subscriber. Nothing is decoded while nobody subscribes.
+/// The picture branch of a camera's media graph: the one decode per camera frame that every
+/// raw-video consumer shares (the shared H.264 encoder, the virtual webcam). A hub consumer
+/// (`FramePacer`, latest wins) whose own thread decodes the camera's JPEG to I420 with
+/// libjpeg-turbo, draws the AF areas when the overlay is on, and hands the picture to every
+/// subscriber. It is attached to the hub only while someone subscribes (the first subscriber
+/// attaches it, and it detaches `linger` after the last one leaves): nothing is decoded, and no frame
+/// is even handed over, while nobody watches.
 ///
 /// Subscribers run on the stream's thread and must be quick; to keep the picture beyond the call
 /// they `retain()` it (and `release()` it later), e.g. by wrapping it in a GStreamer buffer.
@@ -25,6 +28,8 @@ public final class AnnotatedStream: Sendable {
     private let logger: Logger
     private let subscribersBox: SubscribersBox
     private let overlayFlag: OverlayFlagBox
+    private let gate = Mutex<DemandGate?>(nil)
+    private let linger: Duration
 
     final class Counters: Sendable {
         let decoded = Atomic<Int>(0)
@@ -34,10 +39,11 @@ public final class AnnotatedStream: Sendable {
 
     /// Creates the stream and starts its thread; it takes frames from `hub` when given (or after
     /// `attach(to:)`).
-    public init(name: String, hub: FrameHub? = nil, overlay: Bool = true,
+    public init(name: String, hub: FrameHub? = nil, overlay: Bool = true, linger: Duration = .seconds(10),
                 logger: Logger = Logger(label: "livegate.annotate")) throws {
         self.name = name
         self.logger = logger
+        self.linger = linger
         let decoder = try JPEGDecoder()
         let pool = I420PicturePool(capacity: 8)
         let state = DecodeState(decoder: decoder, pool: pool)
@@ -79,26 +85,34 @@ public final class AnnotatedStream: Sendable {
     }
 
 
-    /// Connects to a camera's hub (at most one at a time).
+    /// Takes frames from a camera's hub (at most one at a time) while someone subscribes.
     public func attach(to hub: FrameHub) {
-        let old = self.hub.withLock { h -> FrameHub? in
-            let o = h
-            h = hub
-            return o
+        let pacer = self.pacer
+        let newGate = DemandGate(name: "picture-\(name)", linger: linger,
+                                 start: { hub.attach(pacer) }, stop: { hub.detach(pacer) })
+        let (old, subscribers) = gate.withLock { g -> (DemandGate?, Int) in
+            let o = g
+            g = newGate
+            return (o, subscribersBox.count)
         }
-        old?.detach(pacer)
-        hub.attach(pacer)
+        self.hub.withLock { $0 = hub }
+        old?.shutdown()
+        for _ in 0..<subscribers { newGate.acquire() }
     }
 
-    /// Disconnects from the hub.
+    /// Disconnects from the hub at once.
     public func detach() {
-        let old = hub.withLock { h -> FrameHub? in
-            let o = h
-            h = nil
+        let old = gate.withLock { g -> DemandGate? in
+            let o = g
+            g = nil
             return o
         }
-        old?.detach(pacer)
+        hub.withLock { $0 = nil }
+        old?.shutdown()
     }
+
+    /// True while the stream takes frames from its hub (someone subscribes, or the linger runs).
+    public var isRunning: Bool { gate.withLock { $0 }?.isRunning ?? false }
 
     /// Detaches and stops the decoding thread.
     public func stop() {
@@ -115,13 +129,18 @@ public final class AnnotatedStream: Sendable {
     /// Adds a subscriber; it is called on the stream's thread with every decoded picture.
     public func subscribe(_ handler: @escaping @Sendable (I420Picture) -> Void) -> Subscription {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        subscribersBox.add(id, handler)
+        let g = gate.withLock { g in
+            subscribersBox.add(id, handler)
+            return g
+        }
+        g?.acquire()
         return Subscription(id: id)
     }
 
-    /// Removes a subscriber.
+    /// Removes a subscriber (the stream stops taking frames `linger` after the last one).
     public func unsubscribe(_ s: Subscription) {
-        subscribersBox.remove(s.id)
+        let (removed, g) = gate.withLock { g in (subscribersBox.remove(s.id), g) }
+        if removed { g?.release() }
     }
 
     /// Counters: framesIn = frames handed over by the hub, framesOut = pictures decoded,
@@ -160,7 +179,13 @@ final class OverlayFlagBox: Sendable {
 final class SubscribersBox: Sendable {
     private let list = Mutex<[(Int, @Sendable (I420Picture) -> Void)]>([])
     func add(_ id: Int, _ h: @escaping @Sendable (I420Picture) -> Void) { list.withLock { $0.append((id, h)) } }
-    func remove(_ id: Int) { list.withLock { $0.removeAll { $0.0 == id } } }
+    func remove(_ id: Int) -> Bool {
+        list.withLock { l in
+            let before = l.count
+            l.removeAll { $0.0 == id }
+            return l.count != before
+        }
+    }
     func current() -> [(Int, @Sendable (I420Picture) -> Void)] { list.withLock { $0 } }
     var count: Int { list.withLock { $0.count } }
 }

@@ -12,10 +12,16 @@ final class AppSource: @unchecked Sendable {
         var capsWidth = 0
         var capsHeight = 0
         var lastPTS: UInt64 = 0
+        var stamped = 0
         var pushed = 0
         var notReady = 0
+        var clockResets = 0
+        var lastPushAt: UInt64 = 0
     }
     private let state = Mutex(State())
+
+    /// When this appsrc was handed to the gateway (monotonic nanoseconds).
+    let createdAt = MonotonicClock.nanos()
 
     /// Takes over one reference of `element`.
     init(element: UnsafeMutablePointer<GstElement>, owner: UInt = 0) {
@@ -27,7 +33,10 @@ final class AppSource: @unchecked Sendable {
 
     /// Running time in the appsrc's pipeline for a frame that arrived at `arrivalNanos` on the
     /// gateway's monotonic clock: running time now minus the frame's age. Nil before the pipeline
-    /// has a clock (not yet PLAYING). Never goes backwards.
+    /// has a clock (not yet PLAYING). Increases from buffer to buffer and is never ahead of the
+    /// running time now: a buffer stamped in the future waits in a synchronised sink, and a series of
+    /// them (the old "never go backwards" rule after the pipeline's base time moved) starves a client
+    /// silently. When the running time itself went back (a new base time), the stamps restart there.
     func runningTime(arrivalNanos: UInt64) -> UInt64? {
         let rt = lg_element_running_time(element)
         guard rt != lg_clock_time_none() else {
@@ -36,13 +45,33 @@ final class AppSource: @unchecked Sendable {
         }
         let now = MonotonicClock.nanos()
         let age = arrivalNanos > 0 && arrivalNanos < now ? now - arrivalNanos : 0
-        var pts = UInt64(rt) > age ? UInt64(rt) - age : 0
+        let running = UInt64(rt)
+        var pts = running > age ? running - age : 0
         state.withLock { s in
-            if s.pushed > 0 && pts <= s.lastPTS { pts = s.lastPTS + 1_000_000 }
+            if s.stamped > 0 {
+                if running < s.lastPTS {
+                    s.clockResets += 1
+                } else if pts <= s.lastPTS {
+                    pts = min(s.lastPTS + 1_000, running)
+                }
+            }
             s.lastPTS = pts
+            s.stamped += 1
         }
         return pts
     }
+
+    /// Times the pipeline's running time was found behind the last stamp (base time moved).
+    var clockResets: Int { state.withLock { $0.clockResets } }
+
+    /// Buffers waiting in the appsrc's queue.
+    var queuedBuffers: Int { Int(lg_app_src_current_level_buffers(element)) }
+
+    /// Pushes a GStreamer buffer (takes it over). Returns true when the appsrc accepted it.
+    func push(buffer: UnsafeMutablePointer<GstBuffer>) -> Bool { finishPush(buffer) }
+
+    /// Nanoseconds (monotonic) of the last accepted push, 0 before the first.
+    var lastPushNanos: UInt64 { state.withLock { $0.lastPushAt } }
 
     /// Sets raw-video caps for a decoded picture size when it changed (full-range BT.601, as decoded JPEGs are).
     func ensureRawCaps(width: Int, height: Int, fps: Int) {
@@ -90,7 +119,13 @@ final class AppSource: @unchecked Sendable {
     private func finishPush(_ buf: UnsafeMutablePointer<GstBuffer>) -> Bool {
         let rc = lg_app_src_push(element, buf)
         let ok = rc == Int32(GST_FLOW_OK.rawValue)
-        if ok { state.withLock { $0.pushed += 1 } }
+        if ok {
+            let now = MonotonicClock.nanos()
+            state.withLock { s in
+                s.pushed += 1
+                s.lastPushAt = now
+            }
+        }
         return ok
     }
 

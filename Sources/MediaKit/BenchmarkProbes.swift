@@ -8,40 +8,50 @@ public import Logging
 // `AppSource` wrapping frames/pictures into GStreamer buffers) into pipelines a benchmark chooses,
 // e.g. `appsrc name=src … ! fakesink`, without an RTSP server or client in the process.
 
-/// One camera's RTSP mounts (the real `RTSPCamera`) whose appsrcs are benchmark pipelines.
+/// One camera's media graph (the real `CameraGraph`) whose consumers are benchmark pipelines.
 @_spi(Benchmarks)
 public final class RTSPMountProbe: @unchecked Sendable {
-    private let camera: RTSPCamera
+    /// The graph under test.
+    public let graph: CameraGraph
     private var pipelines: [BenchPipeline] = []
     private let runtime: GStreamerRuntime
 
-    /// `hub` feeds the raw mount (through its pacer and worker thread), `annotate` the H.264 mount.
-    public init(runtime: GStreamerRuntime, hub: FrameHub, annotate: AnnotatedStream, fps: Int = 30,
+    /// `hub` feeds the graph (the camera counts as streaming, so no slate is shown).
+    public init(runtime: GStreamerRuntime, hub: FrameHub, fps: Int = 30, overlay: Bool = true,
                 logger: Logger = Logger(label: "livegate.bench")) throws {
         self.runtime = runtime
-        camera = try RTSPCamera(id: "bench", fps: fps, hub: hub, annotate: annotate, reencodeQuality: 85, logger: logger)
-        camera.start()
+        var config = CameraGraph.Configuration(id: "bench")
+        config.fps = fps
+        config.overlay = overlay
+        graph = try CameraGraph(configuration: config, hub: hub, runtime: runtime,
+                                presence: { CameraPresence(state: "streaming") }, logger: logger)
     }
 
-    /// Starts `launch` (it must have an `appsrc name=src`) and registers its appsrc as a viewer's
-    /// media of the raw (`h264: false`) or H.264 mount.
+    /// Starts `launch` (it must have an `appsrc name=src`) and registers its appsrc as a consumer of
+    /// the JPEG branch (`h264: false`, caps image/jpeg) or the encoded branch (`h264: true`, caps
+    /// video/x-h264 byte-stream).
     @discardableResult
     public func attach(launch: String, h264: Bool) throws -> BenchPipeline {
         let p = try BenchPipeline(runtime: runtime, launch: launch, name: h264 ? "bench-h264" : "bench-raw")
         guard let src = p.pipeline.child("src") else { throw MediaError("bench pipeline has no appsrc 'src'") }
         let owner = UInt(pipelines.count + 1)
-        camera.add(AppSource(element: src, owner: owner), kind: h264 ? .h264 : .raw)
+        let source = AppSource(element: src, owner: owner)
+        if h264 {
+            _ = graph.encoded.addConsumer(kind: .stream, source: source)
+        } else {
+            graph.jpeg.add(source)
+        }
         pipelines.append(p)
         return p
     }
 
-    /// Frames the raw mount pushed into its appsrcs / pictures the H.264 mount pushed (allocation-free).
-    public var rawFramesOut: Int { camera.counters.rawOut.load(ordering: .relaxed) }
-    public var h264FramesOut: Int { camera.counters.h264Out.load(ordering: .relaxed) }
+    /// Frames the JPEG branch pushed into its appsrcs / buffers the encoder produced.
+    public var rawFramesOut: Int { graph.jpeg.counters.out.load(ordering: .relaxed) }
+    public var h264FramesOut: Int { graph.encoded.outputStats().framesOut }
 
-    /// Detaches from the hub, stops the worker and the pipelines.
+    /// Stops the graph and the pipelines.
     public func stop() {
-        camera.shutdown()
+        graph.stop()
         for p in pipelines { p.stop() }
         pipelines.removeAll()
     }

@@ -4,22 +4,26 @@ import Foundation
 /// in `pipelines/*.pipeline` at the repository root (a test keeps the two identical).
 public enum PipelineTemplates {
     /// `pipelines/rtsp-h264.pipeline`.
-    public static let rtspH264 = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! videoconvert ! video/x-raw,format=I420,colorimetry=bt601 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={keyint} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=baseline ! rtph264pay name=pay0 pt=96 config-interval=-1 )"# + "\n"
+    public static let rtspH264 = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=60 caps=video/x-h264,stream-format=byte-stream,alignment=au ! rtph264pay name=pay0 pt=96 config-interval=-1 aggregate-mode=zero-latency )"# + "\n"
     /// `pipelines/rtsp-raw.pipeline`.
     public static let rtspRaw = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream caps=image/jpeg,framerate={fps}/1 ! jpegparse ! rtpjpegpay name=pay0 pt=26 )"# + "\n"
+    /// `pipelines/encoder.pipeline`: the one H.264 encoder of a camera (full-range I420 from the
+    /// picture branch straight into x264, no videoconvert; SPS/PPS before every IDR).
+    public static let encoder = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! x264enc name=enc tune=zerolatency speed-preset=ultrafast key-int-max={keyint} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=constrained-baseline,stream-format=byte-stream,alignment=au ! h264parse config-interval=-1 ! appsink name=sink sync=false async=false max-buffers=8 drop=false"# + "\n"
     /// `pipelines/hls.pipeline`.
-    public static let hls = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! videoconvert ! video/x-raw,format=I420,colorimetry=bt601 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={keyint} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=main ! h264parse ! hlssink2 name=sink location="{segmentPattern}" playlist-location="{playlist}" target-duration={targetDuration} playlist-length={playlistLength} max-files={maxFiles}"# + "\n"
+    public static let hls = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=60 caps=video/x-h264,stream-format=byte-stream,alignment=au ! hlssink2 name=sink send-keyframe-requests=false location="{segmentPattern}" playlist-location="{playlist}" target-duration={targetDuration} playlist-length={playlistLength} max-files={maxFiles}"# + "\n"
     /// `pipelines/v4l2.pipeline`.
     public static let v4l2 = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=2 leaky-type=downstream ! videoscale add-borders=true ! videoconvert ! video/x-raw,format={format},width={width},height={height},pixel-aspect-ratio=1/1,framerate={fps}/1,colorimetry=bt601 ! {sink}"# + "\n"
     /// `pipelines/v4l2-sink.pipeline`.
     public static let v4l2Sink = #"v4l2sink device="{device}" sync=false"# + "\n"
     /// `pipelines/recorder.pipeline`.
-    public static let recorder = #"appsrc name=src format=time is-live=false block=true max-bytes=16000000 caps=image/jpeg,width={width},height={height},framerate=0/1 ! matroskamux name=mux writing-app=livegate max-cluster-duration=1000000000 ! filesink name=sink location="{location}""# + "\n"
+    public static let recorder = #"appsrc name=src format=time is-live=false block=true max-bytes=16000000 caps=image/jpeg,width={width},height={height},framerate={fps}/1 ! matroskamux name=mux writing-app=livegate max-cluster-duration=1000000000 ! filesink name=sink location="{location}""# + "\n"
 
     /// File name (in `pipelines/`) → embedded text, for the drift test and diagnostics.
     public static let all: [String: String] = [
         "rtsp-h264.pipeline": rtspH264,
         "rtsp-raw.pipeline": rtspRaw,
+        "encoder.pipeline": encoder,
         "hls.pipeline": hls,
         "v4l2.pipeline": v4l2,
         "v4l2-sink.pipeline": v4l2Sink,

@@ -1,21 +1,19 @@
 internal import CGStreamer
 internal import CGStreamerShim
-public import LiveViewCore
+import LiveViewCore
 public import Logging
 import Synchronization
 
-/// RTSP output (gst-rtsp-server). Per camera id two mounts:
-/// * `rtsp://HOST:PORT/<id>` — H.264 (`x264enc tune=zerolatency`, no sliced threads) of the shared
-///   annotated stream (one decode per frame, AF overlay when the stream has it on);
-/// * `rtsp://HOST:PORT/<id>/raw` — MJPEG passthrough: the camera's own JPEG bytes wrapped zero-copy
-///   into GStreamer buffers (`jpegparse ! rtpjpegpay`, no decode). A JPEG that RFC 2435 cannot carry
-///   (progressive, 4:4:4, custom Huffman tables, > 2040 px) is re-encoded as baseline 4:2:0 and
-///   counted in `reencoded`.
+/// RTSP output (gst-rtsp-server). Per camera two mounts, both fed by the camera's media graph:
+/// * `rtsp://HOST:PORT/<id>` — H.264 from the camera's one shared encoder (`CameraGraph.encoded`);
+/// * `rtsp://HOST:PORT/<id>/raw` — the camera's own JPEG bytes (`CameraGraph.jpeg`), RTP/JPEG.
 ///
-/// Factories are shared (N viewers of a mount cost one pipeline); when a viewer sends PLAY the
-/// encoder is asked for a key frame, so a late joiner starts at an IDR. Every media's appsrc is kept in a
-/// registry from `media-configure` until the media is unprepared; every frame goes to all of them,
-/// stamped with the media's running time at the frame's arrival.
+/// Every session has its own small media (`appsrc ! payloader`, factories are not shared), so each
+/// one starts where it should: the H.264 session at a key frame with SPS/PPS and a PTS, the raw one at
+/// the newest frame. A media registers its appsrc with the graph on `media-configure` and leaves on
+/// `unprepared`; the graph's branches start with their first consumer and stop a linger after the
+/// last. Nothing here waits for a camera: an absent camera's graph shows its slate, and the server
+/// serves clients on several threads, so one slow request never holds up another.
 public final class RTSPOutput: Sendable {
     /// Server settings.
     public struct Configuration: Sendable {
@@ -23,15 +21,8 @@ public final class RTSPOutput: Sendable {
         public var address: String = "127.0.0.1"
         /// TCP port; 0 picks a free one (see `port`).
         public var port: Int = 8554
-        /// H.264 bitrate in kbit/s.
-        public var bitrateKbps: Int = 4000
-        /// x264 threads (1 keeps the lowest latency; frame threads add a frame of delay each).
-        public var x264Threads: Int = 1
-        /// Seconds between H.264 key frames (the GOP is `fps × keyframeInterval` frames). A viewer that
-        /// joins gets a key frame at once anyway (requested on PLAY).
-        public var keyframeInterval: Int = 1
-        /// JPEG quality of re-encoded `/raw` frames.
-        public var reencodeQuality: Int = 85
+        /// Clients served in parallel threads.
+        public var maxThreads: Int = 16
 
         /// Defaults, with the given address and port.
         public init(address: String = "127.0.0.1", port: Int = 8554) {
@@ -48,7 +39,7 @@ public final class RTSPOutput: Sendable {
     let configuration: Configuration
     private let handle: ServerHandle
     private let sourceID: UInt32
-    private let cameras = Mutex<[String: RTSPCamera]>([:])
+    private let cameras = Mutex<[String: CameraGraph]>([:])
     private let stopped = Atomic<Bool>(false)
     private let logger: Logger
     /// The bound TCP port.
@@ -61,7 +52,7 @@ public final class RTSPOutput: Sendable {
         self.configuration = configuration
         self.logger = logger
         let server = lg_rtsp_server_new(configuration.address, String(configuration.port))!
-        lg_rtsp_server_request_key_frames_on_play(server)
+        lg_rtsp_server_set_max_threads(server, gint(max(1, configuration.maxThreads)))
         let id = lg_rtsp_server_attach(server, runtime.context)
         guard id != 0 else {
             g_object_unref(UnsafeMutableRawPointer(server))
@@ -81,46 +72,35 @@ public final class RTSPOutput: Sendable {
         return "rtsp://\(h):\(port)/\(id)" + (raw ? "/raw" : "")
     }
 
-    /// Mounts `/<id>` (H.264 from `annotate`) and `/<id>/raw` (passthrough of `hub`'s JPEGs).
-    /// `fps` is the nominal rate written into the caps and the H.264 GOP length (one key frame a second).
-    public func addCamera(id: String, hub: FrameHub, annotate: AnnotatedStream, fps: Int = 30) throws {
+    /// Mounts `/<id>` (H.264) and `/<id>/raw` (JPEG passthrough) for a camera's graph.
+    public func addCamera(_ graph: CameraGraph) throws {
+        let id = graph.configuration.id
         precondition(!id.isEmpty && !id.contains("/"), "camera id must be one path segment")
-        let fps = max(1, fps)
-        let h264 = try PipelineTemplates.render(PipelineTemplates.rtspH264, [
-            "fps": "\(fps)", "keyint": "\(fps * max(1, configuration.keyframeInterval))",
-            "threads": "\(max(1, configuration.x264Threads))", "bitrate": "\(configuration.bitrateKbps)",
-        ])
-        let raw = try PipelineTemplates.render(PipelineTemplates.rtspRaw, ["fps": "\(fps)"])
-        let camera = try RTSPCamera(id: id, fps: fps, hub: hub, annotate: annotate,
-                                    reencodeQuality: configuration.reencodeQuality, logger: logger)
+        let h264 = try PipelineTemplates.render(PipelineTemplates.rtspH264, [:])
+        let raw = try PipelineTemplates.render(PipelineTemplates.rtspRaw, ["fps": "\(max(1, graph.configuration.fps))"])
         let existing = cameras.withLock { c -> Bool in
             if c[id] != nil { return true }
-            c[id] = camera
+            c[id] = graph
             return false
         }
-        guard !existing else {
-            camera.shutdown()
-            throw MediaError("camera \(id) is already mounted")
-        }
-        for (path, launch, kind) in [("/\(id)", h264, RTSPCamera.Kind.h264), ("/\(id)/raw", raw, RTSPCamera.Kind.raw)] {
-            let ctx = Unmanaged.passRetained(FactoryContext(camera: camera, kind: kind)).toOpaque()
-            _ = lg_rtsp_mount(handle.server, path, launch, { _, media, user in
+        guard !existing else { throw MediaError("camera \(id) is already mounted") }
+        for (path, launch, kind) in [("/\(id)", h264, MountKind.h264), ("/\(id)/raw", raw, MountKind.raw)] {
+            let ctx = Unmanaged.passRetained(FactoryContext(graph: graph, kind: kind, logger: logger)).toOpaque()
+            _ = lg_rtsp_mount(handle.server, path, launch, 0, { _, media, user in
                 guard let media, let user else { return }
                 Unmanaged<FactoryContext>.fromOpaque(user).takeUnretainedValue().configure(media)
             }, ctx, { user, _ in
                 if let user { Unmanaged<FactoryContext>.fromOpaque(user).release() }
             })
         }
-        camera.start()
         logger.info("RTSP camera mounted", metadata: ["camera": "\(id)", "h264": "\(url(for: id))", "raw": "\(url(for: id, raw: true))"])
     }
 
     /// Unmounts a camera (clients already playing keep their media until they leave).
     public func removeCamera(id: String) {
-        guard let camera = cameras.withLock({ $0.removeValue(forKey: id) }) else { return }
+        guard cameras.withLock({ $0.removeValue(forKey: id) }) != nil else { return }
         lg_rtsp_unmount(handle.server, "/\(id)")
         lg_rtsp_unmount(handle.server, "/\(id)/raw")
-        camera.shutdown()
     }
 
     /// Closes every client, unmounts every camera and stops listening. Idempotent.
@@ -134,194 +114,57 @@ public final class RTSPOutput: Sendable {
 
     /// Connected RTSP clients (all mounts).
     public var clientCount: Int { stopped.load(ordering: .relaxed) ? 0 : Int(lg_rtsp_server_client_count(handle.server)) }
-
-    /// Two entries per camera: "rtsp-h264" and "rtsp-raw" (clients = live medias of the mount).
-    public func stats() -> [OutputStats] {
-        cameras.withLock { Array($0.values) }.flatMap { $0.stats() }.sorted { ($0.camera, $0.output) < ($1.camera, $1.output) }
-    }
 }
 
+enum MountKind: Sendable { case h264, raw }
+
 /// The user data of one factory's `media-configure` handler.
-final class FactoryContext: @unchecked Sendable {
-    let camera: RTSPCamera
-    let kind: RTSPCamera.Kind
-    init(camera: RTSPCamera, kind: RTSPCamera.Kind) {
-        self.camera = camera
+final class FactoryContext: Sendable {
+    let graph: CameraGraph
+    let kind: MountKind
+    let logger: Logger
+    init(graph: CameraGraph, kind: MountKind, logger: Logger) {
+        self.graph = graph
         self.kind = kind
+        self.logger = logger
     }
 
-    /// Runs on the main loop thread when a media is created for this mount.
+    /// Runs on a server thread when a media is created for this mount (one per session).
     func configure(_ media: UnsafeMutablePointer<GstRTSPMedia>) {
+        let id = graph.configuration.id
         guard let src = lg_rtsp_media_get_by_name(media, "src") else {
-            camera.logger.error("RTSP media without appsrc 'src'", metadata: ["camera": "\(camera.id)"])
+            logger.error("RTSP media without appsrc 'src'", metadata: ["camera": "\(id)"])
             return
         }
         let owner = UInt(bitPattern: media)
-        camera.add(AppSource(element: src, owner: owner), kind: kind)
-        let ctx = Unmanaged.passRetained(UnpreparedContext(camera: camera, kind: kind, owner: owner)).toOpaque()
+        let source = AppSource(element: src, owner: owner)
+        let leave: @Sendable () -> Void
+        switch kind {
+        case .raw:
+            graph.jpeg.add(source)
+            let jpeg = graph.jpeg
+            leave = { jpeg.remove(owner: owner) }
+        case .h264:
+            let consumer = graph.encoded.addConsumer(kind: .stream, source: source)
+            let encoded = graph.encoded
+            leave = { encoded.removeConsumer(consumer) }
+        }
+        logger.debug("RTSP media configured", metadata: ["camera": "\(id)", "kind": "\(kind)"])
+        let ctx = Unmanaged.passRetained(UnpreparedContext(leave)).toOpaque()
         lg_rtsp_media_on_unprepared(media, { _, user in
             guard let user else { return }
-            let c = Unmanaged<UnpreparedContext>.fromOpaque(user).takeUnretainedValue()
-            c.camera.remove(owner: c.owner, kind: c.kind)
+            Unmanaged<UnpreparedContext>.fromOpaque(user).takeUnretainedValue().run()
         }, ctx, { user, _ in
             if let user { Unmanaged<UnpreparedContext>.fromOpaque(user).release() }
         })
     }
 }
 
-final class UnpreparedContext: @unchecked Sendable {
-    let camera: RTSPCamera
-    let kind: RTSPCamera.Kind
-    let owner: UInt
-    init(camera: RTSPCamera, kind: RTSPCamera.Kind, owner: UInt) {
-        self.camera = camera
-        self.kind = kind
-        self.owner = owner
-    }
-}
-
-/// One camera's two mounts: the registry of live appsrcs and the threads feeding them.
-final class RTSPCamera: Sendable {
-    enum Kind: Sendable { case h264, raw }
-
-    let id: String
-    let fps: Int
-    let logger: Logger
-    private let hub: FrameHub
-    private let annotate: AnnotatedStream
-    private let h264Sinks = SinkList()
-    private let rawSinks = SinkList()
-    private let subscription = Mutex<AnnotatedStream.Subscription?>(nil)
-    private let rawPacer: FramePacer
-    private let rawWorker: FrameWorker
-    let counters = RTSPCounters()
-
-    final class RTSPCounters: Sendable {
-        let h264In = Atomic<Int>(0)
-        let h264Out = Atomic<Int>(0)
-        let rawOut = Atomic<Int>(0)
-        let reencoded = Atomic<Int>(0)
-        let errors = Atomic<Int>(0)
-        let notReady = Atomic<Int>(0)
-    }
-
-    init(id: String, fps: Int, hub: FrameHub, annotate: AnnotatedStream, reencodeQuality: Int, logger: Logger) throws {
-        self.id = id
-        self.fps = fps
-        self.hub = hub
-        self.annotate = annotate
-        self.logger = logger
-        let sinks = rawSinks
-        let counters = counters
-        let reencoder = try Reencoder(quality: reencodeQuality)
-        let log = logger
-        rawWorker = FrameWorker(name: "rtsp-raw-\(id)") { frame in
-            let targets = sinks.current()
-            guard !targets.isEmpty else { return }
-            var send = frame
-            var scratch: Frame?
-            let compat = JPEGInspector.rtpCompatibility(of: frame.bytes)
-            if compat != .compatible {
-                do {
-                    let f = try reencoder.reencode(frame)
-                    scratch = f
-                    send = f
-                    counters.reencoded.wrappingAdd(1, ordering: .relaxed)
-                } catch {
-                    if counters.errors.wrappingAdd(1, ordering: .relaxed).newValue % 100 == 1 {
-                        log.warning("cannot re-encode JPEG for RTP", metadata: ["camera": "\(id)", "reason": "\(compat)", "error": "\(error)"])
-                    }
-                    return
-                }
-            }
-            for s in targets {
-                guard let pts = s.runningTime(arrivalNanos: frame.arrivalNanos) else {
-                    counters.notReady.wrappingAdd(1, ordering: .relaxed)
-                    continue
-                }
-                if s.push(frame: send, pts: pts, duration: nil) { counters.rawOut.wrappingAdd(1, ordering: .relaxed) }
-            }
-            scratch?.release()
-        }
-        let w = rawWorker
-        rawPacer = FramePacer(name: "rtsp-raw-\(id)") { frame, completion in w.deliver(frame, completion) }
-    }
-
-    func start() {
-        rawWorker.start()
-        hub.attach(rawPacer)
-    }
-
-    func shutdown() {
-        hub.detach(rawPacer)
-        rawWorker.stop()
-        if let s = subscription.withLock({ v -> AnnotatedStream.Subscription? in let o = v; v = nil; return o }) {
-            annotate.unsubscribe(s)
-        }
-        h264Sinks.removeAll()
-        rawSinks.removeAll()
-    }
-
-    func add(_ source: AppSource, kind: Kind) {
-        switch kind {
-        case .raw:
-            rawSinks.add(source)
-        case .h264:
-            h264Sinks.add(source)
-            subscribeIfNeeded()
-        }
-        logger.debug("RTSP media configured", metadata: ["camera": "\(id)", "kind": "\(kind)"])
-    }
-
-    func remove(owner: UInt, kind: Kind) {
-        switch kind {
-        case .raw:
-            _ = rawSinks.remove(owner: owner)
-        case .h264:
-            let empty = h264Sinks.remove(owner: owner)
-            if empty, let s = subscription.withLock({ v -> AnnotatedStream.Subscription? in let o = v; v = nil; return o }) {
-                annotate.unsubscribe(s)
-            }
-        }
-        logger.debug("RTSP media unprepared", metadata: ["camera": "\(id)", "kind": "\(kind)"])
-    }
-
-    /// The H.264 mounts take decoded pictures only while some media is live (no decode otherwise).
-    private func subscribeIfNeeded() {
-        let sinks = h264Sinks
-        let counters = counters
-        let fps = fps
-        let duration = UInt64(1_000_000_000 / fps)
-        subscription.withLock { sub in
-            guard sub == nil else { return }
-            sub = annotate.subscribe { pic in
-                counters.h264In.wrappingAdd(1, ordering: .relaxed)
-                for s in sinks.current() {
-                    s.ensureRawCaps(width: pic.width, height: pic.height, fps: fps)
-                    guard let pts = s.runningTime(arrivalNanos: pic.arrivalNanos) else {
-                        counters.notReady.wrappingAdd(1, ordering: .relaxed)
-                        continue
-                    }
-                    if s.push(picture: pic, pts: pts, duration: duration) { counters.h264Out.wrappingAdd(1, ordering: .relaxed) }
-                }
-            }
-        }
-    }
-
-    func stats() -> [OutputStats] {
-        var h = OutputStats(output: "rtsp-h264", camera: id)
-        h.framesIn = counters.h264In.load(ordering: .relaxed)
-        h.framesOut = counters.h264Out.load(ordering: .relaxed)
-        h.clients = h264Sinks.count
-        var r = OutputStats(output: "rtsp-raw", camera: id)
-        r.framesIn = rawPacer.delivered
-        r.framesOut = counters.rawOut.load(ordering: .relaxed)
-        r.dropped = rawPacer.replaced
-        r.reencoded = counters.reencoded.load(ordering: .relaxed)
-        r.errors = counters.errors.load(ordering: .relaxed)
-        r.clients = rawSinks.count
-        return [h, r]
-    }
+/// What to do once when a media is unprepared (its session ended).
+final class UnpreparedContext: Sendable {
+    private let action: Mutex<(@Sendable () -> Void)?>
+    init(_ action: @escaping @Sendable () -> Void) { self.action = Mutex(action) }
+    func run() { action.withLock { a in let o = a; a = nil; return o }?() }
 }
 
 /// Decode + baseline 4:2:0 re-encode for JPEGs RTP/JPEG cannot carry (used on one thread only).

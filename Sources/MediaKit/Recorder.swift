@@ -33,6 +33,9 @@ public final class Recorder: Sendable {
         public var segmentDuration: Duration = .seconds(300)
         /// Frames the lossless queue holds before it overflows.
         public var queueCapacity: Int = 90
+        /// The camera's nominal frame rate, written as the track's frame rate (Matroska
+        /// DefaultDuration); each frame still keeps its own camera PTS.
+        public var fps: Int = 30
 
         /// Settings for one camera.
         public init(cameraID: String, directory: String, segmentDuration: Duration = .seconds(300), queueCapacity: Int = 90) {
@@ -115,6 +118,11 @@ public final class Recorder: Sendable {
         while true {
             wake.wait()
             while let frame = queue.pop() {
+                if frame.isSlate {
+                    // The offline slate is for live viewers; a recording holds only the camera's frames.
+                    frame.release()
+                    continue
+                }
                 if writer.write(frame) {
                     counters.written.wrappingAdd(1, ordering: .relaxed)
                 } else {
@@ -216,7 +224,8 @@ final class SegmentWriterBox: @unchecked Sendable {
             n += 1
         }
         let launch = try PipelineTemplates.render(PipelineTemplates.recorder, [
-            "width": "\(w)", "height": "\(h)", "location": PipelineTemplates.escapeQuoted(base + ".mkv"),
+            "width": "\(w)", "height": "\(h)", "fps": "\(max(1, configuration.fps))",
+            "location": PipelineTemplates.escapeQuoted(base + ".mkv"),
         ])
         let p = try MediaPipeline(launch: launch, name: "recorder-\(configuration.cameraID)", runtime: runtime, logger: logger)
         guard let src = p.child("src") else { throw MediaError("recorder pipeline has no appsrc 'src'") }

@@ -40,6 +40,8 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Overlay on the H.264/HLS/webcam outputs: af (draw AF areas) or none.")
     var overlay: String = "af"
     @Option(name: .long, help: "Nominal output frame rate for the encoders.") var fps: Int = 30
+    @Option(name: .long, help: "Seconds a camera's decode, encoder or HLS keeps running after its last viewer left.")
+    var linger: Int = 10
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
 
     func validate() throws {
@@ -73,6 +75,8 @@ struct Run: AsyncParsableCommand {
         options.v4l2Sink = v4l2Sink
         options.overlay = overlay == "af"
         options.fps = fps
+        guard linger >= 0 else { throw ValidationError("--linger must be 0 or more seconds") }
+        options.lingerSeconds = linger
         if let r = record {
             try FileManager.default.createDirectory(atPath: r, withIntermediateDirectories: true)
         }

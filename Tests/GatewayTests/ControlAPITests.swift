@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import LiveViewCore
 import Logging
+import MediaKit
 import NIOCore
 import NIOPosix
 import Testing
@@ -37,6 +38,10 @@ final class TestModel: ControlModel, @unchecked Sendable {
     }
 
     func urls(for camera: CameraRuntime) -> [String: String] { ["rtsp": "rtsp://127.0.0.1:8554/\(camera.id)"] }
+
+    func hlsRequest(camera: String, playlist: Bool) async -> HLSOutput.Readiness { .ready }
+
+    func branches(camera: String) -> [String: Bool] { [:] }
 
     /// Property setters the camera received (the session's own setLiveviewFrameInfo is not one).
     var propertySets: [String] {

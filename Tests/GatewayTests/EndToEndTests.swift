@@ -5,6 +5,7 @@ import Gateway
 import Hummingbird
 import LiveViewCore
 import Logging
+import MediaKit
 import NIOCore
 import NIOPosix
 import Testing
@@ -14,12 +15,20 @@ import Testing
 @Suite(.serialized) struct EndToEndTests {
     static let ffmpegPresent = which("ffmpeg") != nil && which("ffprobe") != nil
 
-    /// Collects every frame the hub publishes (lossless), to compare with the recording.
+    /// Collects every camera frame the hub publishes (lossless), to compare with the recording.
+    /// Offline-slate frames (published once the camera stops while a viewer lingers) are counted
+    /// apart: the recorder must skip them.
     final class Tap: @unchecked Sendable {
         let queue = BoundedFrameQueue(capacity: 4096)
+        var slates = 0
         func drain() -> [(sha: String, pts: Int64?, seq: UInt64?)] {
             var out: [(String, Int64?, UInt64?)] = []
             while let f = queue.pop() {
+                if f.isSlate {
+                    slates += 1
+                    f.release()
+                    continue
+                }
                 out.append((SHA256.hex(Array(f.bytes)), f.cameraPTS, f.sequence))
                 f.release()
             }
@@ -61,9 +70,10 @@ import Testing
                                                       "-frames:v", "30", "-f", "null", "-"], timeout: 40)
             #expect(r.status == 0, "\(url): \(r.output)")
         }
-        // HLS playlist appears and is readable.
+        // HLS starts on the first request, whose answer waits for the playlist; the playlist is readable.
         let playlist = hlsDir.appendingPathComponent("cam0/index.m3u8").path
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: playlist) { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(!FileManager.default.fileExists(atPath: playlist), "HLS ran before anyone asked")
+        #expect(await gateway.hlsRequest(camera: "cam0", playlist: true) == .ready)
         let hlsProbe = try runProcess(which("ffprobe")!, ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", playlist], timeout: 30)
         #expect(hlsProbe.output.contains("h264"), "\(hlsProbe.output)")
 

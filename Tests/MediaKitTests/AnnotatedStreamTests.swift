@@ -38,26 +38,54 @@ struct AnnotatedStreamTests {
 
         let a = Received(), b = Received()
         let sa = stream.subscribe { p in a.add((p.sequence, p.luma(x: box.x, y: box.y + 30), p.width)) }
+        // The first subscriber attaches the stream to the hub, which hands over its newest frame.
+        await waitFor(a, 1)
+        #expect(stream.isRunning)
+        #expect(a.all.first?.seq == 0, "the newest frame comes first: \(a.all.map(\.seq))")
         let sb = stream.subscribe { p in b.add((p.sequence, p.luma(x: box.x, y: box.y + 30), p.width)) }
+        let before = stream.stats(camera: "c").framesOut
         try publish(1)
-        await waitFor(a, 1); await waitFor(b, 1)
-        #expect(a.all.first?.seq == 1 && b.all.first?.seq == 1)
-        #expect(a.all.first?.width == 320)
-        #expect(a.all.first?.edgeLuma == YUVColor.green.y, "overlay not drawn")
-        #expect(stream.stats(camera: "c").framesOut == 1, "one decode for two subscribers")
+        await waitUntil(timeout: 5) { a.all.last?.seq == 1 && b.all.last?.seq == 1 }
+        #expect(a.all.last?.seq == 1 && b.all.last?.seq == 1)
+        #expect(a.all.last?.width == 320)
+        #expect(a.all.last?.edgeLuma == YUVColor.green.y, "overlay not drawn")
+        #expect(stream.stats(camera: "c").framesOut == before + 1, "one decode for two subscribers")
 
         stream.overlayEnabled = false
+        let countBefore = a.count
         try publish(2)
-        await waitFor(a, 2)
+        await waitFor(a, countBefore + 1)
         #expect(a.all.last?.seq == 2)
         #expect(a.all.last?.edgeLuma != YUVColor.green.y, "overlay drawn while off")
 
         stream.unsubscribe(sb)
+        let bCount = b.count
         try publish(3)
-        await waitFor(a, 3)
+        await waitUntil(timeout: 5) { a.all.last?.seq == 3 }
         await pause(0.05)
-        #expect(b.count == 2)
+        #expect(b.count == bCount)
         stream.unsubscribe(sa)
         #expect(stream.stats(camera: "c").clients == 0)
+    }
+
+    /// The picture branch is attached to the hub only while someone subscribes (plus the linger).
+    @Test func attachesToTheHubOnlyWhileSubscribed() async throws {
+        let hub = FrameHub()
+        let stream = try AnnotatedStream(name: "lazy", hub: hub, overlay: true, linger: .milliseconds(200))
+        defer { stream.stop() }
+        #expect(hub.consumerCount == 0 && !stream.isRunning)
+        let s = stream.subscribe { _ in }
+        #expect(hub.consumerCount == 1 && stream.isRunning)
+        stream.unsubscribe(s)
+        #expect(hub.consumerCount == 1, "detached before the linger")
+        let gone = await waitUntil(timeout: 5) { hub.consumerCount == 0 }
+        #expect(gone && !stream.isRunning)
+        // A subscriber that comes back within the linger keeps the same attachment.
+        let s2 = stream.subscribe { _ in }
+        stream.unsubscribe(s2)
+        let s3 = stream.subscribe { _ in }
+        await pause(0.4)
+        #expect(hub.consumerCount == 1 && stream.isRunning)
+        stream.unsubscribe(s3)
     }
 }

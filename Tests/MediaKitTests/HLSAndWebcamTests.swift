@@ -6,45 +6,67 @@ import Testing
 extension MediaTests {
     @Suite("HLS output (hlssink2)")
     struct HLSOutputTests {
-        @Test func writesPlaylistAndSegmentsThatFFprobeReads() async throws {
+        /// Nothing runs before a request; the first playlist request starts HLS (and the shared
+        /// encoder) and is answered once the playlist exists; segments last 1 s ± 10 %; HLS stops
+        /// after the linger without requests, and the encoder with it.
+        @Test func startsOnRequestSplitsAtTheGridAndStopsWhenUnwatched() async throws {
             try #require(GStreamerRuntime.hasElement("hlssink2") && GStreamerRuntime.hasElement("x264enc"), "hlssink2/x264enc missing")
             let root = try makeTempDir("hls")
             defer { try? FileManager.default.removeItem(atPath: root) }
             let hub = FrameHub()
-            let annotate = try AnnotatedStream(name: "hls-test")
-            annotate.attach(to: hub)
-            let hls = HLSOutput(runtime: testRuntime, configuration: .init(root: root))
-            try hls.addCamera(id: "cam1", annotate: annotate, fps: 30)
+            let graph = try makeGraph("cam1", hub: hub)
+            var config = HLSOutput.Configuration(root: root)
+            config.linger = .seconds(2)
+            let hls = HLSOutput(runtime: testRuntime, configuration: config)
+            try hls.addCamera(graph)
             let feeder = try TestFeeder(hub: hub)
             feeder.start()
             defer {
                 feeder.stop()
                 hls.stop()
-                annotate.stop()
+                graph.stop()
             }
+            await pause(0.5)
+            #expect(!hls.isRunning(camera: "cam1") && graph.runningEncoders == 0 && hub.consumerCount == 0,
+                    "HLS or the encoder ran before anyone asked")
+            #expect(await hls.request(camera: "nope", playlist: true) == .unknownCamera)
+            let t0 = Date()
+            let first = await hls.request(camera: "cam1", playlist: true)
+            #expect(first == .ready, "first playlist not there after \(Date().timeIntervalSince(t0)) s")
+            #expect(graph.runningEncoders == 1)
+            // A player keeps asking (as players do, every target duration); wait for 5 listed segments.
             let playlist = hls.playlistPath(for: "cam1")
-            // Wait for a playlist listing at least 3 segments.
             var segments: [String] = []
-            await waitUntil(timeout: 30) {
-                guard let text = try? String(contentsOfFile: playlist, encoding: .utf8) else { return false }
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                _ = await hls.request(camera: "cam1", playlist: true)
+                let text = (try? String(contentsOfFile: playlist, encoding: .utf8)) ?? ""
                 segments = text.split(separator: "\n").filter { $0.hasSuffix(".ts") }.map(String.init)
-                return segments.count >= 3
+                if segments.count >= 5 { break }
+                await pause(0.5)
             }
-            #expect(segments.count >= 3, "playlist segments: \(segments)")
+            #expect(segments.count >= 5, "playlist segments: \(segments)")
             let text = try String(contentsOfFile: playlist, encoding: .utf8)
             #expect(text.contains("#EXT-X-TARGETDURATION:1"))
-            for s in segments {
-                let path = s.hasPrefix("/") ? s : root + "/cam1/" + s
-                #expect(FileManager.default.fileExists(atPath: path), "missing \(path)")
-            }
+            let durations = text.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }
+                .compactMap { Double($0.dropFirst("#EXTINF:".count).split(separator: ",")[0]) }
+            #expect(durations.count >= 5, "\(text)")
+            for d in durations.dropLast() { #expect(abs(d - 1) <= 0.1, "segment of \(d) s in \(durations)") }
             let r = try await runTool(ffprobe, ["-v", "error", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", playlist])
             #expect(r.status == 0, "\(r.stderr)")
             #expect(r.stdout.contains("h264,768,432"), "ffprobe: \(r.stdout) \(r.stderr)")
-            if let keep = ProcessInfo.processInfo.environment["LIVEGATE_KEEP_HLS"], let last = segments.last {
-                try? FileManager.default.copyItem(atPath: root + "/cam1/" + last, toPath: keep)
-            }
-            let st = try #require(hls.stats().first)
-            #expect(st.framesOut > 60 && st.errors == 0, "\(st)")
+            // Every segment starts with a key frame that has a PTS.
+            let seg = root + "/cam1/" + (text.split(separator: "\n").filter { $0.hasSuffix(".ts") }.first.map(String.init) ?? "")
+            let p = try await runTool(ffprobe, ["-v", "error", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
+                                                "-read_intervals", "%+#3", seg])
+            let firstPacket = p.stdout.split(separator: "\n").first.map(String.init) ?? ""
+            #expect(firstPacket.contains("K") && !firstPacket.hasPrefix("N/A"), "first packet of \(seg): \(firstPacket)")
+            // No requests: HLS stops after the linger (2 s), then the encoder after the graph's (1 s).
+            let stopped = await waitUntil(timeout: 15) { !hls.isRunning(camera: "cam1") && graph.runningEncoders == 0 }
+            #expect(stopped, "HLS \(hls.isRunning(camera: "cam1")), encoders \(graph.runningEncoders)")
+            let idle = await waitUntil(timeout: 10) { hub.consumerCount == 0 }
+            #expect(idle, "hub still has \(hub.consumerCount) consumers")
+            #expect(!FileManager.default.fileExists(atPath: playlist), "a stopped HLS leaves no stale playlist")
         }
     }
 
@@ -76,6 +98,7 @@ extension MediaTests {
             let annotate = try AnnotatedStream(name: "v4l2-test")
             annotate.attach(to: hub)
             webcam.show(annotate)
+            #expect(hub.consumerCount == 1, "the webcam's subscription attaches the picture branch")
             let feeder = try TestFeeder(hub: hub, width: 480, height: 360, fps: 30)
             feeder.start()
             await pause(1.0)

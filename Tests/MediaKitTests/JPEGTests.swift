@@ -231,7 +231,7 @@ struct PipelineTemplateTests {
     @Test func renderFillsAndRejectsMissingPlaceholders() throws {
         let s = try PipelineTemplates.render(PipelineTemplates.rtspRaw, ["fps": "25"])
         #expect(s.contains("framerate=25/1") && !s.contains("{"))
-        #expect(throws: MediaError.self) { try PipelineTemplates.render(PipelineTemplates.rtspH264, ["fps": "30"]) }
+        #expect(throws: MediaError.self) { try PipelineTemplates.render(PipelineTemplates.encoder, ["keyint": "30"]) }
         #expect(PipelineTemplates.escapeQuoted(#"a"b\c"#) == #"a\"b\\c"#)
     }
 }

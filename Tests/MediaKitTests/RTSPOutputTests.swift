@@ -24,17 +24,15 @@ extension MediaTests {
         @Test func bothMountsServeDecodableStreams() async throws {
             try #require(toolExists(ffprobe) && toolExists(ffmpeg), "ffmpeg/ffprobe not installed")
             let hub = FrameHub()
-            let annotate = try AnnotatedStream(name: "rtsp-test", hub: hub)
-            var config = RTSPOutput.Configuration(address: "127.0.0.1", port: 0)
-            config.bitrateKbps = 3000
-            let rtsp = try RTSPOutput(runtime: testRuntime, configuration: config)
-            try rtsp.addCamera(id: "cam1", hub: hub, annotate: annotate, fps: 30)
+            let graph = try makeGraph("cam1", hub: hub)
+            let rtsp = try RTSPOutput(runtime: testRuntime, configuration: .init(address: "127.0.0.1", port: 0))
+            try rtsp.addCamera(graph)
             let feeder = try TestFeeder(hub: hub)
             feeder.start()
             defer {
                 feeder.stop()
                 rtsp.stop()
-                annotate.stop()
+                graph.stop()
             }
             #expect(rtsp.port > 0)
 
@@ -49,7 +47,7 @@ extension MediaTests {
             }
 
             // ffmpeg decodes each mount without a warning: an H.264 client for 4 s, a raw one, and a
-            // third that joins the shared H.264 media late, in the middle of a GOP.
+            // third that joins the shared encoder late, in the middle of a GOP.
             let decode = { (raw: Bool, frames: Int) -> [String] in
                 ["-nostdin", "-v", "warning", "-rtsp_transport", "tcp", "-i", rtsp.url(for: "cam1", raw: raw),
                  "-frames:v", "\(frames)", "-f", "null", "-"]
@@ -92,16 +90,16 @@ extension MediaTests {
                     #expect(r.status == 0 && !r.timedOut, "gst-launch rtspsrc \(raw ? "raw" : "h264") after \(r.seconds) s: \(r.stderr) \(r.stdout)")
                 }
             }
-            // Once the clients have gone, their medias are unprepared and leave the registry.
-            let cleared = await waitUntil(timeout: 5) { rtsp.stats().allSatisfy { $0.clients == 0 } }
-            #expect(cleared, "medias left in the registry: \(rtsp.stats())")
+            // Once the clients have gone, their medias are unprepared and leave the graph.
+            let cleared = await waitUntil(timeout: 5) { graph.stats().allSatisfy { $0.clients == 0 || $0.output == "annotate" } }
+            #expect(cleared, "medias left in the graph: \(graph.stats())")
             // The next viewer gets a fresh media (media-configure runs again) that streams.
             let again = try await runTool(ffprobe, ["-v", "error", "-rtsp_transport", "tcp", "-show_entries", "stream=codec_name",
                                                     "-of", "csv=p=0", rtsp.url(for: "cam1")], timeout: 60)
             #expect(again.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "h264", "after teardown: \(again.stderr)")
-            let stats = rtsp.stats()
+            let stats = graph.stats()
             let raw = try #require(stats.first { $0.output == "rtsp-raw" })
-            let h264 = try #require(stats.first { $0.output == "rtsp-h264" })
+            let h264 = try #require(stats.first { $0.output == "h264-encoder" })
             #expect(raw.framesOut > 30)
             #expect(h264.framesOut > 30)
             #expect(raw.reencoded == 0)
@@ -111,7 +109,8 @@ extension MediaTests {
             await waitUntil(timeout: 3) { pool.idle >= pool.allocated - 1 }
             #expect(pool.allocated <= pool.capacity, "pool allocated \(pool.allocated) frames for \(feeder.published.load(ordering: .relaxed)) published")
             #expect(pool.idle >= pool.allocated - 1, "frames not released: \(pool.allocated - pool.idle)")
-            print("RTSP stats: \(stats); annotate: \(annotate.stats(camera: "cam1")), decode+overlay \(String(format: "%.2f", annotate.meanDecodeMilliseconds)) ms/frame")
+            #expect(graph.encoded.starts == 1, "one encoder served every H.264 client")
+            print("RTSP stats: \(stats); decode+overlay \(String(format: "%.2f", graph.pictures.meanDecodeMilliseconds)) ms/frame")
         }
 
         /// A real camera JPEG (baseline 4:2:2) goes out unchanged; a 4:4:4 one is re-encoded and counted.
@@ -129,20 +128,20 @@ extension MediaTests {
                 cases.append(("yuv444", [UInt8](j444), "mjpeg,480,272,yuvj420p", true))
             }
             var feeders: [TestFeeder] = []
-            var streams: [AnnotatedStream] = []
+            var graphs: [String: CameraGraph] = [:]
             for c in cases {
                 let hub = FrameHub()
-                let annotate = try AnnotatedStream(name: c.id, hub: hub)
-                try rtsp.addCamera(id: c.id, hub: hub, annotate: annotate, fps: 30)
+                let graph = try makeGraph(c.id, hub: hub)
+                try rtsp.addCamera(graph)
                 let feeder = try TestFeeder(hub: hub, width: 64, height: 64)
                 feeder.fixedJPEG = c.jpeg
                 feeder.start()
                 feeders.append(feeder)
-                streams.append(annotate)
+                graphs[c.id] = graph
             }
             defer {
                 feeders.forEach { $0.stop() }
-                streams.forEach { $0.stop() }
+                graphs.values.forEach { $0.stop() }
             }
             for c in cases {
                 let url = rtsp.url(for: c.id, raw: true)
@@ -152,7 +151,7 @@ extension MediaTests {
                 let r = try await runTool(ffmpeg, ["-nostdin", "-v", "warning", "-rtsp_transport", "tcp", "-i", url,
                                                    "-frames:v", "20", "-f", "null", "-"], timeout: 60)
                 #expect(r.status == 0 && decodeProblems(r.stderr).isEmpty, "\(c.id): \(r.stderr.prefix(1500))")
-                let st = try #require(rtsp.stats().first { $0.camera == c.id && $0.output == "rtsp-raw" })
+                let st = try #require(graphs[c.id]?.jpeg.outputStats())
                 #expect((st.reencoded > 0) == c.reencode, "\(c.id): \(st)")
                 #expect(st.framesOut > 20)
             }
@@ -165,16 +164,13 @@ extension MediaTests {
                 _ = try RTSPOutput(runtime: testRuntime, configuration: .init(address: "127.0.0.1", port: first.port))
             }
             let hub = FrameHub()
-            let annotate = try AnnotatedStream(name: "remount", hub: hub)
-            defer { annotate.stop() }
-            try first.addCamera(id: "cam", hub: hub, annotate: annotate)
-            #expect(throws: MediaError.self) { try first.addCamera(id: "cam", hub: hub, annotate: annotate) }
-            #expect(hub.consumerCount == 2)  // the annotated stream and the raw mount
+            let graph = try makeGraph("cam", hub: hub)
+            defer { graph.stop() }
+            try first.addCamera(graph)
+            #expect(throws: MediaError.self) { try first.addCamera(graph) }
+            #expect(hub.consumerCount == 0)  // nothing runs until someone watches
             first.removeCamera(id: "cam")
-            #expect(hub.consumerCount == 1)
-            #expect(first.stats().isEmpty)
-            try first.addCamera(id: "cam", hub: hub, annotate: annotate)
-            #expect(first.stats().count == 2)
+            try first.addCamera(graph)
             // An unknown mount is refused by the server (ffprobe fails fast, no hang).
             if toolExists(ffprobe) {
                 let r = try await runTool(ffprobe, ["-v", "error", "-rtsp_transport", "tcp", first.url(for: "nope")], timeout: 15)
@@ -182,18 +178,16 @@ extension MediaTests {
             }
         }
 
-        /// With a 10 s GOP, a viewer joining the running shared H.264 media 2 s in still decodes at
-        /// once: PLAY asks the encoder for a key frame.
+        /// With a 10 s key-frame grid, a viewer joining the running shared encoder 2 s in still
+        /// decodes at once: a joining consumer asks the encoder for a key frame.
         @Test func lateJoinerGetsAKeyFrameAtOnce() async throws {
             try #require(toolExists(ffmpeg), "ffmpeg not installed")
-            var config = RTSPOutput.Configuration(address: "127.0.0.1", port: 0)
-            config.keyframeInterval = 10
-            let rtsp = try RTSPOutput(runtime: testRuntime, configuration: config)
+            let rtsp = try RTSPOutput(runtime: testRuntime, configuration: .init(address: "127.0.0.1", port: 0))
             defer { rtsp.stop() }
             let hub = FrameHub()
-            let annotate = try AnnotatedStream(name: "gop", hub: hub)
-            defer { annotate.stop() }
-            try rtsp.addCamera(id: "gop", hub: hub, annotate: annotate, fps: 30)
+            let graph = try makeGraph("gop", hub: hub) { $0.encoder.keyframeInterval = 10 }
+            defer { graph.stop() }
+            try rtsp.addCamera(graph)
             let feeder = try TestFeeder(hub: hub)
             feeder.start()
             defer { feeder.stop() }
@@ -206,27 +200,53 @@ extension MediaTests {
             #expect(runs[0].status == 0, "\(runs[0].stderr.prefix(1500))")
         }
 
-        /// A viewer that connects before the camera sends anything gets the stream once frames flow.
-        @Test func viewerConnectingBeforeTheCameraGetsTheStreamLater() async throws {
-            try #require(toolExists(ffprobe), "ffprobe not installed")
+        /// A viewer that connects before the camera sends anything is answered at once with the
+        /// offline slate, and the same session turns live when the camera starts.
+        @Test func viewerConnectingBeforeTheCameraGetsTheSlateThenLive() async throws {
+            try #require(toolExists(ffmpeg), "ffmpeg not installed")
             let rtsp = try RTSPOutput(runtime: testRuntime, configuration: .init(address: "127.0.0.1", port: 0))
             defer { rtsp.stop() }
             let hub = FrameHub()
-            let annotate = try AnnotatedStream(name: "early", hub: hub)
-            defer { annotate.stop() }
-            try rtsp.addCamera(id: "early", hub: hub, annotate: annotate)
+            let presence = PresenceBox(CameraPresence(state: "connecting", reason: "waiting for the camera to answer"))
+            let graph = try makeGraph("early", hub: hub, presence: presence) {
+                $0.nominalWidth = 768
+                $0.nominalHeight = 432
+            }
+            defer { graph.stop() }
+            try rtsp.addCamera(graph)
             let feeder = try TestFeeder(hub: hub)
             defer { feeder.stop() }
-            let probe = { (raw: Bool) in ["-v", "error", "-rtsp_transport", "tcp", "-show_entries", "stream=codec_name",
-                                         "-of", "csv=p=0", rtsp.url(for: "early", raw: raw)] }
-            async let results = concurrentTools([(0, ffprobe, probe(false)), (0, ffprobe, probe(true))], timeout: 60)
-            await pause(2)
-            feeder.start()
-            for (r, raw) in zip(try await results, [false, true]) {
-                #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == (raw ? "mjpeg" : "h264"),
-                        "\(raw ? "raw" : "h264") after \(r.seconds) s: \(r.stdout) \(r.stderr)")
-                #expect(r.seconds > 1.5, "answered before any frame existed?")
+            for raw in [false, true] {
+                let t = try describeSeconds(rtsp.url(for: "early", raw: raw))
+                #expect(t < 1, "DESCRIBE of an absent camera took \(t) s")
             }
+            // One session per mount records every frame it gets for 6 s; the camera starts after 2 s.
+            let dir = try makeTempDir("early")
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let record = { (raw: Bool) in ["-nostdin", "-v", "error", "-rtsp_transport", "tcp", "-i", rtsp.url(for: "early", raw: raw),
+                                          "-t", "6", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-y", dir + (raw ? "/raw.yuv" : "/h264.yuv")] }
+            async let results = concurrentTools([(0, ffmpeg, record(false)), (0, ffmpeg, record(true))], timeout: 60)
+            await pause(2)
+            #expect(graph.showingSlate)
+            feeder.start()
+            presence.set(CameraPresence(state: "streaming"))
+            for (r, raw) in zip(try await results, [false, true]) {
+                #expect(r.status == 0, "\(raw ? "raw" : "h264"): \(r.stderr.prefix(1500))")
+                let data = try Data(contentsOf: URL(fileURLWithPath: dir + (raw ? "/raw.yuv" : "/h264.yuv")))
+                let frameBytes = 768 * 432 * 3 / 2
+                let frames = data.count / frameBytes
+                #expect(frames >= 10, "\(raw ? "raw" : "h264"): \(frames) frames")
+                guard frames >= 2 else { continue }
+                let first = I420Picture(width: 768, height: 432), last = I420Picture(width: 768, height: 432)
+                data.withUnsafeBytes { b in
+                    first.mutableBytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: b[0..<frameBytes]))
+                    last.mutableBytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: b[(frames - 1) * frameBytes..<frames * frameBytes]))
+                }
+                // The first picture is the slate (no test-pattern counter), the last one is live.
+                #expect(TestPattern.readCounter(from: first, patternWidth: 768, patternHeight: 432) == nil, "\(raw ? "raw" : "h264") began live?")
+                #expect(TestPattern.readCounter(from: last, patternWidth: 768, patternHeight: 432) != nil, "\(raw ? "raw" : "h264") never turned live")
+            }
+            #expect(graph.slateFrames > 0)
         }
     }
 }

@@ -38,6 +38,14 @@ extension MediaTests {
             let ptsStart: Int64 = 123_456_000_000
             let interval: Int64 = 33_333_333
             for n in 0..<75 {
+                if n == 10 {
+                    // An offline slate frame between live ones: live viewers see it, the recording does not.
+                    let slate = pool.take()
+                    try pattern.render(frameNumber: 999, into: slate)
+                    slate.isSlate = true
+                    slate.arrivalNanos = base + UInt64(n) * UInt64(interval)
+                    hub.publish(slate)
+                }
                 let f = pool.take()
                 let box = try pattern.render(frameNumber: n, into: f)
                 f.sequence = UInt64(1000 + n)
@@ -58,6 +66,10 @@ extension MediaTests {
                 #expect(name.range(of: #"^cam1-\d{8}T\d{6}Z(-\d+)?\.mkv$"#, options: .regularExpression) != nil, "\(name)")
             }
 
+            // The track carries the nominal frame rate (Matroska DefaultDuration): players show 30 fps.
+            let rate = try await runTool(ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                   "stream=r_frame_rate", "-of", "csv=p=0", segments[0]], timeout: 30)
+            #expect(rate.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "30/1", "r_frame_rate \(rate.stdout) \(rate.stderr)")
             var index = 0
             for seg in segments {
                 let times = try await packetTimes(seg)

@@ -1,5 +1,6 @@
 import Foundation
 import LiveViewCore
+import Logging
 import MediaKit
 import Synchronization
 import Testing
@@ -192,3 +193,49 @@ func repositoryRoot() -> URL {
 let ffmpeg = "/usr/bin/ffmpeg"
 let ffprobe = "/usr/bin/ffprobe"
 let gstLaunch = "/usr/bin/gst-launch-1.0"
+
+/// A camera state that a test changes while the graph reads it.
+final class PresenceBox: Sendable {
+    private let value: Mutex<CameraPresence>
+    init(_ p: CameraPresence) { value = Mutex(p) }
+    func set(_ p: CameraPresence) { value.withLock { $0 = p } }
+    var current: CameraPresence { value.withLock { $0 } }
+}
+
+/// A camera graph on the shared test runtime (linger 1 s unless changed).
+func makeGraph(_ id: String, hub: FrameHub, presence: PresenceBox = PresenceBox(CameraPresence(state: "streaming")),
+               _ configure: (inout CameraGraph.Configuration) -> Void = { _ in }) throws -> CameraGraph {
+    var config = CameraGraph.Configuration(id: id)
+    config.linger = .seconds(1)
+    configure(&config)
+    var logger = Logger(label: "test.graph")
+    logger.logLevel = .error
+    return try CameraGraph(configuration: config, hub: hub, runtime: testRuntime, presence: { presence.current }, logger: logger)
+}
+
+/// Seconds an RTSP server takes to answer DESCRIBE (a plain socket client; throws on no answer).
+func describeSeconds(_ url: String, timeout: Double = 10) throws -> Double {
+    let rest = url.dropFirst("rtsp://".count)
+    let hostPort = rest.split(separator: "/")[0].split(separator: ":")
+    let port = UInt16(hostPort[1])!
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw MediaError("socket failed") }
+    defer { close(fd) }
+    var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = port.bigEndian
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let start = Date()
+    let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    guard rc == 0 else { throw MediaError("connect failed") }
+    let request = "DESCRIBE \(url) RTSP/1.0\r\nCSeq: 1\r\nAccept: application/sdp\r\n\r\n"
+    _ = request.withCString { send(fd, $0, strlen($0), 0) }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let n = recv(fd, &buffer, buffer.count, 0)
+    guard n > 0 else { throw MediaError("no answer to DESCRIBE within \(timeout) s") }
+    let head = String(decoding: buffer[0..<min(n, 64)], as: UTF8.self)
+    guard head.hasPrefix("RTSP/1.0 200") else { throw MediaError("DESCRIBE answered \(head)") }
+    return Date().timeIntervalSince(start)
+}

@@ -6,6 +6,7 @@
 
 #include <gst/gst.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/app/gstappsink.h>
 #include <gst/video/video.h>
 #include <gst/rtsp-server/rtsp-server.h>
 
@@ -102,9 +103,9 @@ GstRTSPServer *lg_rtsp_server_new(const char *address, const char *service);
 /// Attaches the server to `context`; returns the source id (0 on failure, e.g. port in use).
 guint lg_rtsp_server_attach(GstRTSPServer *server, GMainContext *context);
 int lg_rtsp_server_bound_port(GstRTSPServer *server);
-/// Creates a shared factory for a launch string, connects media-configure, mounts it at `path`.
+/// Creates a factory (shared or one media per client) for a launch string, connects media-configure, mounts it at `path`.
 GstRTSPMediaFactory *lg_rtsp_mount(GstRTSPServer *server, const char *path, const char *launch,
-                                   lg_media_configure_callback callback, gpointer user,
+                                   gboolean shared, lg_media_configure_callback callback, gpointer user,
                                    GClosureNotify notify);
 void lg_rtsp_unmount(GstRTSPServer *server, const char *path);
 /// Connects the media's "unprepared" signal.
@@ -112,14 +113,29 @@ void lg_rtsp_media_on_unprepared(GstRTSPMedia *media, lg_media_callback callback
                                  GClosureNotify notify);
 /// The appsrc called `name` inside the media's element (a new reference), or NULL.
 GstElement *lg_rtsp_media_get_by_name(GstRTSPMedia *media, const char *name);
-/// When any client sends PLAY, asks the media's encoder for a key frame (an upstream force-key-unit
-/// event into the element called "pay0"), so a viewer joining a shared H.264 media mid-GOP starts at
-/// an IDR instead of waiting up to a GOP (harmless for MJPEG: every frame is a key frame).
-void lg_rtsp_server_request_key_frames_on_play(GstRTSPServer *server);
+/// Lets the server handle up to `max_threads` clients in parallel threads (the default of one thread
+/// lets one slow request hold up every client).
+void lg_rtsp_server_set_max_threads(GstRTSPServer *server, gint max_threads);
 /// Closes every client session of the server (used on shutdown).
 void lg_rtsp_server_close_clients(GstRTSPServer *server);
 /// Number of connected RTSP clients.
 guint lg_rtsp_server_client_count(GstRTSPServer *server);
+
+// ---- encoded buffers (the shared encoder's fan-out) ----
+/// Sets PTS = DTS (streams without B-frames) and the duration.
+void lg_buffer_set_pts_dts(GstBuffer *buf, guint64 pts, guint64 duration);
+gboolean lg_buffer_is_delta(GstBuffer *buf);
+GstBuffer *lg_buffer_ref(GstBuffer *buf);
+void lg_buffer_unref(GstBuffer *buf);
+/// A new buffer sharing `buf`'s memory (no byte copy) with its own metadata, so timing can differ.
+GstBuffer *lg_buffer_copy_shallow(GstBuffer *buf);
+gsize lg_buffer_size(GstBuffer *buf);
+/// Asks a video encoder to make its next frame a key frame (with headers).
+void lg_request_key_frame(GstElement *encoder);
+typedef void (*lg_sample_callback)(GstBuffer *buffer, gpointer user);
+/// Calls `callback(buffer, user)` on the streaming thread for every buffer an appsink receives
+/// (the buffer is borrowed for the call); `notify(user)` when the callbacks are replaced or freed.
+void lg_app_sink_on_buffer(GstElement *appsink, lg_sample_callback callback, gpointer user, GDestroyNotify notify);
 
 #ifdef __cplusplus
 }

@@ -75,6 +75,7 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
     }
 
     public var state: CameraState { lifecycle.state }
+    public var lastError: String? { lifecycle.lastError }
 
     /// Backchannel notifications received so far (the last `eventHistory`).
     public var events: [BanditEvent] { eventLog.withLock { $0 } }

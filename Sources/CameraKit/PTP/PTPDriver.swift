@@ -131,6 +131,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
     /// "nikon", "canon", "sony-ptp", "fuji" once known (or forced by the URL), else "ptp".
     public var vendor: String { vendorBox.withLock { $0 }?.rawValue ?? "ptp" }
     public var state: CameraState { lifecycle.state }
+    public var lastError: String? { lifecycle.lastError }
     /// The DeviceInfo of the current/last session.
     public var deviceInfo: PTPDeviceInfo? { deviceInfoBox.withLock { $0 } }
     /// Busy / not-ready replies seen while polling (they are retried, not errors).

@@ -29,6 +29,7 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
     }
 
     public var state: CameraState { lifecycle.state }
+    public var lastError: String? { lifecycle.lastError }
 
     public func start(hub: FrameHub) {
         let publisher = FramePublisher(hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex)

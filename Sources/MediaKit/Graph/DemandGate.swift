@@ -1,0 +1,105 @@
+import Dispatch
+import Synchronization
+
+/// Runs a branch of the media graph only while it has consumers: the first consumer starts it, and
+/// it stops a linger after the last one leaves (unless a consumer came back meanwhile), so a viewer
+/// that reconnects at once does not pay for a restart. `start` and `stop` are called one at a time,
+/// in order, on a private serial queue or on the caller's thread (the first start), never both at once.
+final class DemandGate: Sendable {
+    private struct State {
+        var consumers = 0
+        var running = false
+        /// Bumped by every change; a scheduled stop only runs when nothing happened since.
+        var generation: UInt64 = 0
+        var starts = 0
+        var stops = 0
+    }
+
+    private let state = Mutex(State())
+    /// Serialises start/stop so a stop never overlaps a start.
+    private let transitions = Mutex(())
+    private let queue: DispatchQueue
+    private let linger: Duration
+    private typealias Actions = (start: @Sendable () -> Void, stop: @Sendable () -> Void)
+    private let actions = Mutex<Actions?>(nil)
+
+    /// A gate whose actions are given now.
+    convenience init(name: String, linger: Duration, start: @escaping @Sendable () -> Void, stop: @escaping @Sendable () -> Void) {
+        self.init(name: name, linger: linger)
+        bind(start: start, stop: stop)
+    }
+
+    /// A gate whose actions come later through `bind` (when they need the owner's `self`).
+    init(name: String, linger: Duration) {
+        self.linger = linger
+        queue = DispatchQueue(label: "livegate.gate.\(name)")
+    }
+
+    /// Sets what starting and stopping the branch does (once, before the first consumer).
+    func bind(start: @escaping @Sendable () -> Void, stop: @escaping @Sendable () -> Void) {
+        actions.withLock { $0 = (start, stop) }
+    }
+
+    private func onStart() { actions.withLock { $0 }?.start() }
+    private func onStop() { actions.withLock { $0 }?.stop() }
+
+    /// Adds a consumer; starts the branch (synchronously, on this thread) when it is not running.
+    func acquire() {
+        transitions.withLock { _ in
+            let mustStart = state.withLock { s -> Bool in
+                s.consumers += 1
+                s.generation &+= 1
+                guard !s.running else { return false }
+                s.running = true
+                s.starts += 1
+                return true
+            }
+            if mustStart { onStart() }
+        }
+    }
+
+    /// Removes a consumer; the last one schedules the stop after the linger.
+    func release() {
+        let (idle, generation) = state.withLock { s -> (Bool, UInt64) in
+            s.consumers = max(0, s.consumers - 1)
+            s.generation &+= 1
+            return (s.consumers == 0, s.generation)
+        }
+        guard idle else { return }
+        let nanos = linger.nanoseconds
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(min(nanos, UInt64(Int.max))))) { [self] in
+            stopIfStill(generation)
+        }
+    }
+
+    private func stopIfStill(_ generation: UInt64) {
+        transitions.withLock { _ in
+            let mustStop = state.withLock { s -> Bool in
+                guard s.generation == generation, s.consumers == 0, s.running else { return false }
+                s.running = false
+                s.stops += 1
+                return true
+            }
+            if mustStop { onStop() }
+        }
+    }
+
+    /// Stops at once whatever the consumers (shutdown).
+    func shutdown() {
+        transitions.withLock { _ in
+            let mustStop = state.withLock { s -> Bool in
+                s.generation &+= 1
+                guard s.running else { return false }
+                s.running = false
+                s.stops += 1
+                return true
+            }
+            if mustStop { onStop() }
+        }
+    }
+
+    var isRunning: Bool { state.withLock { $0.running } }
+    var consumers: Int { state.withLock { $0.consumers } }
+    /// How often the branch was started and stopped.
+    var transitionsCount: (starts: Int, stops: Int) { state.withLock { ($0.starts, $0.stops) } }
+}

@@ -1,0 +1,302 @@
+internal import CGStreamer
+internal import CGStreamerShim
+import Foundation
+import LiveViewCore
+import Logging
+import Synchronization
+
+/// The encoded branch of a camera's media graph: ONE H.264 encoder per camera, fed by the picture
+/// branch, shared by every H.264 consumer (RTSP H.264 sessions, HLS, and what comes next).
+///
+/// `appsrc ! x264enc ! h264parse config-interval=-1 ! appsink`: the encoder's input PTS is the
+/// picture's arrival on the gateway's monotonic clock (minus the branch's epoch), so every encoded
+/// buffer maps back to its arrival and each consumer restamps it in its own pipeline's running time.
+/// Key frames follow a 1 s grid on that clock (GOP = 1 s whatever the rate, also while the slow
+/// offline slate is shown); `h264parse` puts SPS/PPS in front of every IDR. A consumer starts at a
+/// key frame (its first buffer: SPS, PPS, IDR, with a PTS); a joining consumer asks for one at once
+/// unless the grid brings one soon (rate-limited). Segmenting consumers (HLS) see only the grid's key
+/// frames as key frames, so extra IDRs for joiners never cut a short segment.
+public final class EncodedBranch: Sendable {
+    /// Encoder settings.
+    public struct Configuration: Sendable {
+        /// H.264 bitrate in kbit/s.
+        public var bitrateKbps: Int = 3000
+        /// x264 threads (1 keeps the lowest latency).
+        public var threads: Int = 1
+        /// Seconds between grid key frames (HLS segment length).
+        public var keyframeInterval: Double = 1
+        /// Nominal frame rate (caps and the encoder's rate control).
+        public var fps: Int = 30
+        /// How long the encoder keeps running after its last consumer left.
+        public var linger: Duration = .seconds(10)
+        /// Key frames forced for joiners are at least this far apart.
+        public var joinKeyframeSpacing: Double = 0.25
+        public init() {}
+    }
+
+    /// What a consumer does with the encoded stream.
+    public enum ConsumerKind: Sendable {
+        /// Every IDR is a key frame (RTSP, WebRTC).
+        case stream
+        /// Only the 1 s grid's IDRs are marked as key frames (HLS segments split there).
+        case segmented
+    }
+
+    /// A consumer handle.
+    public struct Consumer: Sendable, Hashable {
+        let id: Int
+    }
+
+    let id: String
+    let configuration: Configuration
+    private let runtime: GStreamerRuntime
+    private let logger: Logger
+    private let pictures: AnnotatedStream
+    private let sinks = Mutex<[Int: EncodedSink]>([:])
+    private let nextID = Atomic<Int>(1)
+    private let encoder = Mutex<EncoderPipeline?>(nil)
+    private let stats = EncodedStats()
+    private let gate: DemandGate
+
+    init(id: String, pictures: AnnotatedStream, runtime: GStreamerRuntime, configuration: Configuration, logger: Logger) {
+        self.id = id
+        self.pictures = pictures
+        self.runtime = runtime
+        self.configuration = configuration
+        self.logger = logger
+        gate = DemandGate(name: "encoded-\(id)", linger: configuration.linger)
+        gate.bind(start: { [weak self] in self?.startEncoder() }, stop: { [weak self] in self?.stopEncoder() })
+    }
+
+    /// Adds a consumer: `push` gets every encoded buffer from the next key frame on (on the encoder's
+    /// streaming thread). Starts the encoder when it is the first.
+    func addConsumer(kind: ConsumerKind, source: AppSource) -> Consumer {
+        let cid = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let sink = EncodedSink(source: source, kind: kind)
+        sinks.withLock { $0[cid] = sink }
+        gate.acquire()
+        encoder.withLock { $0 }?.requestJoinKeyframe()
+        return Consumer(id: cid)
+    }
+
+    /// Removes a consumer; the encoder stops a linger after the last one.
+    func removeConsumer(_ c: Consumer) {
+        guard sinks.withLock({ $0.removeValue(forKey: c.id) }) != nil else { return }
+        gate.release()
+    }
+
+    /// Stops the encoder at once (shutdown).
+    func shutdown() {
+        gate.shutdown()
+        sinks.withLock { $0.removeAll() }
+    }
+
+    /// The consumers' appsrcs (for the no-media watchdog).
+    var sources: [AppSource] { sinks.withLock { $0.values.map(\.source) } }
+
+    /// True while the encoder runs.
+    public var isRunning: Bool { gate.isRunning }
+    /// Number of consumers.
+    public var consumerCount: Int { sinks.withLock { $0.count } }
+    /// How often the encoder was started.
+    public var starts: Int { gate.transitionsCount.starts }
+
+    /// The branch's counters.
+    public func outputStats() -> OutputStats {
+        var s = OutputStats(output: "h264-encoder", camera: id)
+        s.framesIn = stats.picturesIn.load(ordering: .relaxed)
+        s.framesOut = stats.buffersOut.load(ordering: .relaxed)
+        s.dropped = stats.consumerDrops.load(ordering: .relaxed)
+        s.errors = encoder.withLock { $0 }?.pipeline.errorCount ?? 0
+        s.clients = consumerCount
+        return s
+    }
+
+    /// Key frames the encoder made so far (grid + joiners).
+    public var keyframes: Int { stats.keyframes.load(ordering: .relaxed) }
+
+    private func startEncoder() {
+        do {
+            let e = try EncoderPipeline(branch: self, runtime: runtime)
+            encoder.withLock { $0 = e }
+            e.subscription = pictures.subscribe { [weak e] pic in e?.encode(pic) }
+            logger.info("H.264 encoder started", metadata: ["camera": "\(id)"])
+        } catch {
+            logger.error("cannot start the H.264 encoder", metadata: ["camera": "\(id)", "error": "\(error)"])
+        }
+    }
+
+    private func stopEncoder() {
+        guard let e = encoder.withLock({ v -> EncoderPipeline? in let o = v; v = nil; return o }) else { return }
+        if let s = e.subscription { pictures.unsubscribe(s) }
+        e.pipeline.stop()
+        logger.info("H.264 encoder stopped", metadata: ["camera": "\(id)"])
+    }
+
+    /// Fans one encoded buffer out (encoder streaming thread).
+    fileprivate func distribute(_ buffer: UnsafeMutablePointer<GstBuffer>, arrivalNanos: UInt64, keyframe: Bool, boundary: Bool) {
+        stats.buffersOut.wrappingAdd(1, ordering: .relaxed)
+        if keyframe { stats.keyframes.wrappingAdd(1, ordering: .relaxed) }
+        for sink in sinks.withLock({ Array($0.values) }) {
+            let markKey = sink.kind == .stream ? keyframe : boundary
+            if !sink.accept(keyframe: markKey) { continue }
+            guard let pts = sink.source.runningTime(arrivalNanos: arrivalNanos) else {
+                sink.restart()
+                continue
+            }
+            if sink.source.queuedBuffers > 45 {
+                // The consumer's pipeline does not keep up: drop, and resume at the next key frame.
+                stats.consumerDrops.wrappingAdd(1, ordering: .relaxed)
+                sink.restart()
+                continue
+            }
+            let copy = lg_buffer_copy_shallow(buffer)!
+            lg_buffer_set_pts_dts(copy, guint64(pts), lg_clock_time_none())
+            lg_buffer_set_delta_unit(copy, markKey ? 0 : 1)
+            if !sink.source.push(buffer: copy) { sink.restart() }
+        }
+    }
+
+    fileprivate var stat: EncodedStats { stats }
+}
+
+/// One consumer of the encoded stream: its appsrc and whether it has seen its first key frame.
+final class EncodedSink: Sendable {
+    let source: AppSource
+    let kind: EncodedBranch.ConsumerKind
+    private let started = Atomic<Bool>(false)
+
+    init(source: AppSource, kind: EncodedBranch.ConsumerKind) {
+        self.source = source
+        self.kind = kind
+    }
+
+    /// True when this buffer goes to the consumer (from its first key frame on).
+    func accept(keyframe: Bool) -> Bool {
+        if started.load(ordering: .relaxed) { return true }
+        guard keyframe else { return false }
+        started.store(true, ordering: .relaxed)
+        return true
+    }
+
+    /// Waits for the next key frame again (after a drop).
+    func restart() { started.store(false, ordering: .relaxed) }
+}
+
+final class EncodedStats: Sendable {
+    let picturesIn = Atomic<Int>(0)
+    let buffersOut = Atomic<Int>(0)
+    let keyframes = Atomic<Int>(0)
+    let consumerDrops = Atomic<Int>(0)
+}
+
+/// The running encoder pipeline and its clocks. `encode` runs on the picture branch's thread,
+/// the appsink callback on the encoder's streaming thread.
+final class EncoderPipeline: @unchecked Sendable {
+    // `subscription` is written once right after init, before any picture arrives.
+    var subscription: AnnotatedStream.Subscription?
+    let pipeline: MediaPipeline
+    private let source: AppSource
+    private let encoderElement: UnsafeMutablePointer<GstElement>
+    private weak var branch: EncodedBranch?
+    private let fps: Int
+    private let gridNanos: UInt64
+    private let joinSpacingNanos: UInt64
+    private struct Clock {
+        var epoch: UInt64 = 0
+        var lastInput: UInt64 = 0
+        var nextGrid: UInt64 = 0
+        var lastForced: UInt64 = 0
+        var pictures = 0
+        var lastBoundary: UInt64?
+    }
+    private let clock = Mutex(Clock())
+    private let joinRequested = Atomic<Bool>(false)
+
+    init(branch: EncodedBranch, runtime: GStreamerRuntime) throws {
+        let c = branch.configuration
+        fps = max(1, c.fps)
+        gridNanos = UInt64(max(0.1, c.keyframeInterval) * 1e9)
+        joinSpacingNanos = UInt64(max(0, c.joinKeyframeSpacing) * 1e9)
+        let launch = try PipelineTemplates.render(PipelineTemplates.encoder, [
+            "keyint": "\(fps * 4)", "threads": "\(max(1, c.threads))", "bitrate": "\(c.bitrateKbps)",
+        ])
+        pipeline = try MediaPipeline(launch: launch, name: "h264-\(branch.id)", runtime: runtime, logger: runtime.logger)
+        guard let src = pipeline.child("src"), let enc = pipeline.child("enc"), let sink = pipeline.child("sink") else {
+            throw MediaError("encoder pipeline lacks src, enc or sink")
+        }
+        source = AppSource(element: src)
+        encoderElement = enc
+        self.branch = branch
+        let user = Unmanaged.passRetained(EncoderCallbackBox(self)).toOpaque()
+        lg_app_sink_on_buffer(sink, { buf, user in
+            guard let buf, let user else { return }
+            Unmanaged<EncoderCallbackBox>.fromOpaque(user).takeUnretainedValue().target?.encoded(buf)
+        }, user, { user in
+            if let user { Unmanaged<EncoderCallbackBox>.fromOpaque(user).release() }
+        })
+        lg_object_unref(sink)
+        try pipeline.play()
+    }
+
+    deinit { lg_object_unref(encoderElement) }
+
+    func requestJoinKeyframe() { joinRequested.store(true, ordering: .relaxed) }
+
+    /// Feeds one picture (picture branch thread).
+    func encode(_ pic: I420Picture) {
+        branch?.stat.picturesIn.wrappingAdd(1, ordering: .relaxed)
+        let join = joinRequested.exchange(false, ordering: .relaxed)
+        let (pts, forceKey) = clock.withLock { c -> (UInt64, Bool) in
+            if c.pictures == 0 {
+                c.epoch = pic.arrivalNanos > 1_000_000_000 ? pic.arrivalNanos - 1_000_000_000 : 0
+            }
+            var pts = pic.arrivalNanos > c.epoch ? pic.arrivalNanos - c.epoch : 0
+            if c.pictures > 0 && pts <= c.lastInput { pts = c.lastInput + 1_000_000 }
+            c.lastInput = pts
+            var force = false
+            if c.pictures == 0 || pts >= c.nextGrid {
+                // The 1 s grid: the first picture at or after each whole interval is a key frame.
+                force = c.pictures > 0
+                c.nextGrid = (c.pictures == 0 ? pts : c.nextGrid) + gridNanos
+                while c.nextGrid <= pts { c.nextGrid += gridNanos }
+            } else if join, pts &- c.lastForced >= joinSpacingNanos, c.nextGrid - pts > gridNanos / 5 {
+                force = true
+            }
+            if force { c.lastForced = pts }
+            c.pictures += 1
+            return (pts, force)
+        }
+        if forceKey { lg_request_key_frame(encoderElement) }
+        source.ensureRawCaps(width: pic.width, height: pic.height, fps: fps)
+        source.push(picture: pic, pts: pts, duration: UInt64(1_000_000_000 / fps))
+    }
+
+    /// One encoded access unit (encoder streaming thread).
+    fileprivate func encoded(_ buffer: UnsafeMutablePointer<GstBuffer>) {
+        let raw = lg_buffer_get_pts(buffer)
+        guard raw != lg_clock_time_none() else { return }
+        let pts = UInt64(raw)
+        let keyframe = lg_buffer_is_delta(buffer) == 0
+        let (arrival, boundary) = clock.withLock { c -> (UInt64, Bool) in
+            var boundary = false
+            if keyframe {
+                // A segment boundary at most once per ~interval (90 %), whatever extra IDRs joiners got.
+                if let last = c.lastBoundary, pts &- last < gridNanos * 9 / 10 {
+                    boundary = false
+                } else {
+                    boundary = true
+                    c.lastBoundary = pts
+                }
+            }
+            return (c.epoch + pts, boundary)
+        }
+        branch?.distribute(buffer, arrivalNanos: arrival, keyframe: keyframe, boundary: boundary)
+    }
+}
+
+/// A weak reference for the appsink callback (no retain cycle through GStreamer).
+final class EncoderCallbackBox: @unchecked Sendable {
+    weak var target: EncoderPipeline?
+    init(_ t: EncoderPipeline) { target = t }
+}

@@ -1,0 +1,133 @@
+import LiveViewCore
+import Logging
+import Synchronization
+
+/// The JPEG branch of a camera's media graph: the camera's own bytes, never decoded, for every
+/// consumer that carries JPEG (RTSP `/raw` sessions, MJPEG over HTTP). While it has consumers a
+/// paced hub consumer hands each frame to the branch's thread, which wraps it zero-copy into every
+/// consumer's appsrc. A JPEG that RFC 2435 cannot carry (progressive, 4:4:4, custom Huffman tables,
+/// > 2040 px) is re-encoded once (baseline 4:2:0) and counted. With no consumer the branch is not
+/// attached to the hub at all.
+public final class JPEGBranch: Sendable {
+    let id: String
+    private let hub: FrameHub
+    private let logger: Logger
+    private let sinks = SinkList()
+    private let running = Mutex<(pacer: FramePacer, worker: FrameWorker)?>(nil)
+    private let reencodeQuality: Int
+    let counters = Counters()
+    private let gate: DemandGate
+
+    final class Counters: Sendable {
+        let delivered = Atomic<Int>(0)
+        let out = Atomic<Int>(0)
+        let reencoded = Atomic<Int>(0)
+        let errors = Atomic<Int>(0)
+        let notReady = Atomic<Int>(0)
+        let replaced = Atomic<Int>(0)
+    }
+
+    init(id: String, hub: FrameHub, linger: Duration, reencodeQuality: Int = 85, logger: Logger) {
+        self.id = id
+        self.hub = hub
+        self.logger = logger
+        self.reencodeQuality = reencodeQuality
+        gate = DemandGate(name: "jpeg-\(id)", linger: linger)
+        gate.bind(start: { [weak self] in self?.start() }, stop: { [weak self] in self?.stop() })
+    }
+
+    /// Adds an appsrc that takes the camera's JPEGs (from the newest frame on).
+    func add(_ source: AppSource) {
+        sinks.add(source)
+        gate.acquire()
+    }
+
+    /// Removes the appsrcs of `owner`.
+    func remove(owner: UInt) {
+        let before = sinks.count
+        _ = sinks.remove(owner: owner)
+        for _ in sinks.count..<before { gate.release() }
+    }
+
+    /// Stops at once (shutdown).
+    func shutdown() {
+        gate.shutdown()
+        sinks.removeAll()
+    }
+
+    /// True while the branch takes frames from the hub.
+    public var isRunning: Bool { gate.isRunning }
+    /// Number of consumers.
+    public var consumerCount: Int { sinks.count }
+    /// The consumers' appsrcs (for the no-media watchdog).
+    var sources: [AppSource] { sinks.current() }
+
+    private func start() {
+        let sinks = self.sinks
+        let counters = self.counters
+        let id = self.id
+        let log = logger
+        let reencoder: Reencoder
+        do {
+            reencoder = try Reencoder(quality: reencodeQuality)
+        } catch {
+            logger.error("JPEG branch cannot start", metadata: ["camera": "\(id)", "error": "\(error)"])
+            return
+        }
+        let worker = FrameWorker(name: "jpeg-\(id)") { frame in
+            let targets = sinks.current()
+            guard !targets.isEmpty else { return }
+            var send = frame
+            var scratch: Frame?
+            let compat = JPEGInspector.rtpCompatibility(of: frame.bytes)
+            if compat != .compatible {
+                do {
+                    let f = try reencoder.reencode(frame)
+                    scratch = f
+                    send = f
+                    counters.reencoded.wrappingAdd(1, ordering: .relaxed)
+                } catch {
+                    if counters.errors.wrappingAdd(1, ordering: .relaxed).newValue % 100 == 1 {
+                        log.warning("cannot re-encode JPEG for RTP", metadata: ["camera": "\(id)", "reason": "\(compat)", "error": "\(error)"])
+                    }
+                    return
+                }
+            }
+            for s in targets {
+                guard let pts = s.runningTime(arrivalNanos: frame.arrivalNanos) else {
+                    counters.notReady.wrappingAdd(1, ordering: .relaxed)
+                    continue
+                }
+                if s.push(frame: send, pts: pts, duration: nil) { counters.out.wrappingAdd(1, ordering: .relaxed) }
+            }
+            scratch?.release()
+        }
+        let pacer = FramePacer(name: "jpeg-\(id)") { frame, completion in
+            counters.delivered.wrappingAdd(1, ordering: .relaxed)
+            worker.deliver(frame, completion)
+        }
+        worker.start()
+        running.withLock { $0 = (pacer, worker) }
+        hub.attach(pacer)
+    }
+
+    private func stop() {
+        guard let r = running.withLock({ v -> (pacer: FramePacer, worker: FrameWorker)? in let o = v; v = nil; return o }) else { return }
+        hub.detach(r.pacer)
+        r.worker.stop()
+        counters.replaced.wrappingAdd(r.pacer.replaced, ordering: .relaxed)
+    }
+
+    /// The branch's counters.
+    public func outputStats() -> OutputStats {
+        var r = OutputStats(output: "rtsp-raw", camera: id)
+        let live = running.withLock { $0 }
+        r.framesIn = counters.delivered.load(ordering: .relaxed)
+        r.framesOut = counters.out.load(ordering: .relaxed)
+        r.dropped = counters.replaced.load(ordering: .relaxed) + (live?.pacer.replaced ?? 0)
+        r.reencoded = counters.reencoded.load(ordering: .relaxed)
+        r.errors = counters.errors.load(ordering: .relaxed)
+        r.clients = sinks.count
+        return r
+    }
+}
