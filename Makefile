@@ -3,7 +3,7 @@ SWIFT ?= swift
 SHARED ?= ../shared
 CONFORMANCE := $(SHARED)/conformance/check.sh
 
-.PHONY: run test deps build build-debug unit-tests tsan-tests conformance bench clean
+.PHONY: run test deps build build-debug unit-tests tsan-tests conformance bench bench-check clean
 
 ## Install missing Debian packages, build in release mode, start the gateway on its default
 ## (an emulated Sony camera) and print the URLs to open.
@@ -44,6 +44,13 @@ bench: deps
 	cd Benchmarks && $(SWIFT) package benchmark --no-progress
 	./Benchmarks/.build/release/livegate-bench latency --frames $(BENCH_FRAMES)
 	./Benchmarks/.build/release/livegate-bench cpu --frames 600
+
+## Allocation gate (not part of `make test` either): runs the HotPath benchmarks `hotpath.a` (Swift
+## ingest → hub → raw consumer) and `hotpath.b` (ingest → hub → JPEG branch → appsrc ! fakesink) and
+## fails when their p90 mallocs per frame exceed the committed thresholds in Benchmarks/Thresholds (0).
+bench-check: deps
+	cd Benchmarks && $(SWIFT) package benchmark thresholds check --target HotPath --no-progress \
+		--filter 'hotpath\.a swift.*' --filter 'hotpath\.b gst.*'
 
 clean:
 	rm -rf .build Tests/CoreTSan/.build

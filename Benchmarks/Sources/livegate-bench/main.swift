@@ -1,6 +1,6 @@
 // livegate-bench: the end-to-end benchmarks (see Benchmarks/README.md).
 //   livegate-bench latency [--frames N] [--mount raw|h264|both]   camera send → RTSP client, loopback
-//   livegate-bench cpu [--frames N]                               CPU per annotated frame vs ffmpeg
+//   livegate-bench cpu [--frames N]                               CPU per annotated, encoded frame vs ffmpeg
 //   livegate-bench datasets                                       what the parse benchmarks feed
 import BenchGst
 import BenchSupport
@@ -141,12 +141,19 @@ func latency() async throws {
     let hub = FrameHub()
     let driver = SonyDriver(endpoint: HTTPURL(host: "127.0.0.1", port: port, target: "/sony/camera"), group: group, logger: logger)
     driver.start(hub: hub)
-    let annotate = try AnnotatedStream(name: "cam", hub: hub, overlay: true)
+    // The camera's media graph as the gateway builds it (OutputSet.attach): JPEG branch for /cam/raw,
+    // picture branch (decode + AF overlay) → the one shared x264 encoder for /cam.
+    var graphConfig = CameraGraph.Configuration(id: "cam")
+    graphConfig.fps = 30
+    graphConfig.overlay = true
+    let graph = try CameraGraph(configuration: graphConfig, hub: hub, runtime: runtime, presence: {
+        CameraPresence(state: driver.state.rawValue)
+    }, logger: logger)
     let rtsp = try RTSPOutput(runtime: runtime, configuration: .init(address: "127.0.0.1", port: 0))
-    try rtsp.addCamera(id: "cam", hub: hub, annotate: annotate, fps: 30)
+    try rtsp.addCamera(graph)
     say("rtsp on :\(rtsp.port)")
     try await Task.sleep(for: .seconds(2))
-    say("camera: Sony emulator 30 fps \(width)x\(height) → SonyDriver → FrameHub → RTSPOutput :\(rtsp.port); driver frames so far \(driver.stats.frames)")
+    say("camera: Sony emulator 30 fps \(width)x\(height) → SonyDriver → FrameHub → CameraGraph → RTSPOutput :\(rtsp.port); driver frames so far \(driver.stats.frames)")
     for (name, h264) in [("raw", false), ("h264", true)] where mount == "both" || mount == name {
         let url = rtsp.url(for: "cam", raw: !h264)
         let r = try measureMount(url: url, h264: h264, frames: frames, warmup: 45, source: source, width: width, height: height)
@@ -156,9 +163,10 @@ func latency() async throws {
               + "min \(fmt(l.min() ?? .nan)) ms, client fps \(fmt(r.fps, 2))")
         say("RESULT latency.\(name) p50=\(fmt(percentile(l, 50))) p90=\(fmt(percentile(l, 90))) p99=\(fmt(percentile(l, 99))) fps=\(fmt(r.fps)) n=\(l.count)")
     }
-    say("driver: frames \(driver.stats.frames), drops \(driver.stats.drops); rtsp " + rtsp.stats().map { "\($0.output) in \($0.framesIn) out \($0.framesOut) dropped \($0.dropped)" }.joined(separator: "; "))
+    say("driver: frames \(driver.stats.frames), drops \(driver.stats.drops); graph " + graph.stats().map { "\($0.output) in \($0.framesIn) out \($0.framesOut) dropped \($0.dropped)" }.joined(separator: "; ")
+          + "; encoder starts \(graph.encoded.starts), key frames \(graph.encoded.keyframes), slate frames \(graph.slateFrames)")
     rtsp.stop()
-    annotate.stop()
+    graph.stop()
     await driver.stop()
     await emulator.stop()
     runtime.shutdown()
@@ -173,21 +181,13 @@ func cpuNow() -> Double {
     return Double(u + s) / 1000
 }
 
-func h264Launch() throws -> String {
-    var s = try PipelineTemplates.render(PipelineTemplates.rtspH264, [
-        "fps": "30", "keyint": "30", "threads": "1", "bitrate": "4000"])
+/// The H.264 consumer's media: the RTSP H.264 mount's template (appsrc with H.264 byte-stream caps) with
+/// its payloader replaced by a fakesink. The encoder is the graph's own (`PipelineTemplates.encoder`).
+func h264ConsumerLaunch() throws -> String {
+    var s = try PipelineTemplates.render(PipelineTemplates.rtspH264, [:])
     s = s.trimmingCharacters(in: CharacterSet(charactersIn: "() \n"))
     guard let r = s.range(of: "rtph264pay") else { throw BenchError("template without rtph264pay") }
-    s = String(s[..<r.lowerBound]) + "fakesink name=sink sync=false"
-    if option("--variant", "").contains("qual") {
-        // Experiment: constant quality (as ffmpeg's default CRF 23) instead of 4 Mbit/s ABR.
-        s = s.replacingOccurrences(of: "bitrate=4000", with: "pass=qual quantizer=23")
-    }
-    if option("--variant", "").contains("no-range-convert") {
-        // Experiment: let x264 take the full-range I420 as it is (no videoconvert range conversion).
-        s = s.replacingOccurrences(of: "videoconvert ! video/x-raw,format=I420,colorimetry=bt601 ! ", with: "")
-    }
-    return s
+    return String(s[..<r.lowerBound]) + "fakesink name=sink sync=false"
 }
 
 func runChild(_ argv: [String]) -> (status: Int32, cpuMs: Double) {
@@ -201,16 +201,22 @@ func runChild(_ argv: [String]) -> (status: Int32, cpuMs: Double) {
 
 func cpu() throws {
     let frames = Int(option("--frames", "600"))!
+    if args.contains("--variant") {
+        // The encoder is the graph's (PipelineTemplates.encoder, EncodedBranch.Configuration), which
+        // RTSPMountProbe does not let a benchmark change; see Benchmarks/README.md.
+        say("cpu: --variant is no longer supported (the x264 encoder is the media graph's own)")
+        exit(2)
+    }
     let stream = try SonyPacketStream(count: 30)
     let runtime = try GStreamerRuntime()
 
-    // Gateway: Sony ingest → hub → AnnotatedStream (libjpeg-turbo → I420, AF overlay) → the H.264
-    // mount's subscriber (AppSource) → the rtsp-h264 template's videoconvert ! x264enc (payloader
-    // replaced by a fakesink). Fed as fast as it encodes: the next frame after the previous came out.
+    // Gateway: Sony ingest → hub → a camera graph (RTSPMountProbe): picture branch (libjpeg-turbo →
+    // I420, AF overlay) → the graph's one shared encoder (appsrc ! x264enc ! h264parse ! appsink) →
+    // one consumer, an H.264 mount's appsrc ! fakesink. Fed as fast as it encodes: the next frame
+    // after the previous one's access unit reached the fakesink.
     let ingest = SonyIngest(stream: stream)
-    let annotate = try AnnotatedStream(name: "cpu", hub: ingest.hub, overlay: true)
-    let probe = try RTSPMountProbe(runtime: runtime, hub: ingest.hub, annotate: annotate)
-    let p = try probe.attach(launch: try h264Launch(), h264: true)
+    let probe = try RTSPMountProbe(runtime: runtime, hub: ingest.hub, fps: 30, overlay: true)
+    let p = try probe.attach(launch: try h264ConsumerLaunch(), h264: true)
     let counter = bench_count_buffers(p.element(named: "sink"), "sink")
     Thread.sleep(forTimeInterval: 0.5)
     var target = bench_counter_value(counter)
@@ -236,11 +242,12 @@ func cpu() throws {
     for _ in 0..<frames where !one() { missed += 1 }
     let gatewayMs = (cpuNow() - start) / Double(frames)
     let wallMs = Double(MonotonicClock.nanos() - wall0) / 1e6 / Double(frames)
-    let decodeMs = annotate.meanDecodeMilliseconds
+    let decodeMs = probe.graph.pictures.meanDecodeMilliseconds
+    let encoded = probe.h264FramesOut, keyframes = probe.graph.encoded.keyframes
     probe.stop()
-    annotate.stop()
     say("gateway: \(frames) frames 768x432, CPU \(fmt(gatewayMs, 3)) ms/frame (process user+sys, of which ingest "
-          + "\(fmt(ingestMs, 3))), wall \(fmt(wallMs, 3)) ms/frame, decode+overlay mean \(fmt(decodeMs, 3)) ms, missed \(missed)")
+          + "\(fmt(ingestMs, 3))), wall \(fmt(wallMs, 3)) ms/frame, decode+overlay mean \(fmt(decodeMs, 3)) ms, missed \(missed); "
+          + "encoder: \(encoded) access units, \(keyframes) key frames")
 
     // ffmpeg on the same JPEGs (the stream's 30 test-pattern JPEGs looped to `frames`).
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("livegate-bench-\(getpid())")
@@ -250,7 +257,7 @@ func cpu() throws {
         var all: [UInt8] = []
         for i in 0..<n { all += stream.jpegs[i % stream.jpegs.count] }
         let path = dir.appendingPathComponent(name).path
-        FileManager.default.createFile(atPath: path, contents: Data(all))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(all))
         return path
     }
     let many = try write(frames, "frames.mjpeg"), one1 = try write(1, "one.mjpeg")
