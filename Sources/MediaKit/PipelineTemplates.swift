@@ -8,8 +8,9 @@ public enum PipelineTemplates {
     /// `pipelines/rtsp-raw.pipeline`.
     public static let rtspRaw = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream caps=image/jpeg,framerate={fps}/1 ! jpegparse ! rtpjpegpay name=pay0 pt=26 )"# + "\n"
     /// `pipelines/encoder.pipeline`: the one H.264 encoder of a camera (full-range I420 from the
-    /// picture branch straight into x264, no videoconvert; SPS/PPS before every IDR).
-    public static let encoder = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! x264enc name=enc tune=zerolatency speed-preset=ultrafast key-int-max={keyint} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=constrained-baseline,stream-format=byte-stream,alignment=au ! h264parse config-interval=-1 ! appsink name=sink sync=false async=false max-buffers=8 drop=false"# + "\n"
+    /// picture branch straight into x264, no videoconvert; constant quality `quality` (x264's CRF)
+    /// capped at `bitrate` kbit/s; SPS/PPS before every IDR).
+    public static let encoder = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream ! x264enc name=enc tune=zerolatency speed-preset=ultrafast pass=qual quantizer={quality} key-int-max={keyint} threads={threads} sliced-threads=false bitrate={bitrate} ! video/x-h264,profile=constrained-baseline,stream-format=byte-stream,alignment=au ! h264parse config-interval=-1 ! appsink name=sink sync=false async=false max-buffers=8 drop=false"# + "\n"
     /// `pipelines/hls.pipeline`.
     public static let hls = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=60 caps=video/x-h264,stream-format=byte-stream,alignment=au ! hlssink2 name=sink send-keyframe-requests=false location="{segmentPattern}" playlist-location="{playlist}" target-duration={targetDuration} playlist-length={playlistLength} max-files={maxFiles}"# + "\n"
     /// `pipelines/v4l2.pipeline`.

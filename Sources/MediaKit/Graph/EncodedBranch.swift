@@ -19,8 +19,10 @@ import Synchronization
 public final class EncodedBranch: Sendable {
     /// Encoder settings.
     public struct Configuration: Sendable {
-        /// H.264 bitrate in kbit/s.
-        public var bitrateKbps: Int = 3000
+        /// Largest H.264 bitrate in kbit/s (the VBV cap of constant-quality coding).
+        public var bitrateKbps: Int = 4000
+        /// Constant quality (x264's CRF: lower is better; 23 is x264's default).
+        public var quality: Int = 23
         /// x264 threads (1 keeps the lowest latency).
         public var threads: Int = 1
         /// Seconds between grid key frames (HLS segment length).
@@ -220,6 +222,7 @@ final class EncoderPipeline: @unchecked Sendable {
         joinSpacingNanos = UInt64(max(0, c.joinKeyframeSpacing) * 1e9)
         let launch = try PipelineTemplates.render(PipelineTemplates.encoder, [
             "keyint": "\(fps * 4)", "threads": "\(max(1, c.threads))", "bitrate": "\(c.bitrateKbps)",
+            "quality": "\(min(51, max(0, c.quality)))",
         ])
         pipeline = try MediaPipeline(launch: launch, name: "h264-\(branch.id)", runtime: runtime, logger: runtime.logger)
         guard let src = pipeline.child("src"), let enc = pipeline.child("enc"), let sink = pipeline.child("sink") else {

@@ -74,41 +74,45 @@ public final class JPEGBranch: Sendable {
             logger.error("JPEG branch cannot start", metadata: ["camera": "\(id)", "error": "\(error)"])
             return
         }
+        // Pushing into an appsrc only queues (non-blocking), so a frame RTP/JPEG can carry goes out
+        // on the publisher's thread, without a thread hop; only a frame that must be re-encoded goes
+        // to the branch's own thread, so a slow re-encode never holds up ingest.
         let worker = FrameWorker(name: "jpeg-\(id)") { frame in
-            let targets = sinks.current()
-            guard !targets.isEmpty else { return }
-            var send = frame
-            var scratch: Frame?
-            let compat = JPEGInspector.rtpCompatibility(of: frame.bytes)
-            if compat != .compatible {
-                do {
-                    let f = try reencoder.reencode(frame)
-                    scratch = f
-                    send = f
-                    counters.reencoded.wrappingAdd(1, ordering: .relaxed)
-                } catch {
-                    if counters.errors.wrappingAdd(1, ordering: .relaxed).newValue % 100 == 1 {
-                        log.warning("cannot re-encode JPEG for RTP", metadata: ["camera": "\(id)", "reason": "\(compat)", "error": "\(error)"])
-                    }
-                    return
+            do {
+                let f = try reencoder.reencode(frame)
+                counters.reencoded.wrappingAdd(1, ordering: .relaxed)
+                JPEGBranch.push(f, arrival: frame.arrivalNanos, to: sinks.current(), counters: counters)
+                f.release()
+            } catch {
+                if counters.errors.wrappingAdd(1, ordering: .relaxed).newValue % 100 == 1 {
+                    log.warning("cannot re-encode JPEG for RTP", metadata: ["camera": "\(id)", "error": "\(error)"])
                 }
             }
-            for s in targets {
-                guard let pts = s.runningTime(arrivalNanos: frame.arrivalNanos) else {
-                    counters.notReady.wrappingAdd(1, ordering: .relaxed)
-                    continue
-                }
-                if s.push(frame: send, pts: pts, duration: nil) { counters.out.wrappingAdd(1, ordering: .relaxed) }
-            }
-            scratch?.release()
         }
         let pacer = FramePacer(name: "jpeg-\(id)") { frame, completion in
             counters.delivered.wrappingAdd(1, ordering: .relaxed)
-            worker.deliver(frame, completion)
+            if JPEGInspector.rtpCompatibility(of: frame.bytes) == .compatible {
+                JPEGBranch.push(frame, arrival: frame.arrivalNanos, to: sinks.current(), counters: counters)
+                frame.release()
+                completion()
+            } else {
+                worker.deliver(frame, completion)
+            }
         }
         worker.start()
         running.withLock { $0 = (pacer, worker) }
         hub.attach(pacer)
+    }
+
+    /// Wraps `frame` zero-copy into every consumer's appsrc, stamped in each one's running time.
+    private static func push(_ frame: Frame, arrival: UInt64, to targets: [AppSource], counters: Counters) {
+        for s in targets {
+            guard let pts = s.runningTime(arrivalNanos: arrival) else {
+                counters.notReady.wrappingAdd(1, ordering: .relaxed)
+                continue
+            }
+            if s.push(frame: frame, pts: pts, duration: nil) { counters.out.wrappingAdd(1, ordering: .relaxed) }
+        }
     }
 
     private func stop() {

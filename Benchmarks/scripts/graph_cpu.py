@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""CPU per camera frame of the whole gateway process, per viewing scenario, with baselines run on the
+same machine in the same run (see Benchmarks/README.md, "Media graph").
+
+The camera is `livegate emulate sony` in its own process; the gateway is `livegate run --camera
+sony://…` in another. For each scenario the real clients run (ffmpeg for RTSP, an HLS poller), and
+the gateway's CPU time (utime + stime from /proc/PID/stat) over a measured window is divided by the
+frames the camera delivered in that window (livegate_camera_frames_total from /metrics).
+
+Baselines, same frames, same machine, same run (GStreamer doing the irreducible work alone):
+  raw:  multifilesrc ! jpegparse ! rtpjpegpay ! fakesink          (3000 frames, whole process)
+  h264: multifilesrc ! jpegdec ! x264enc (same settings) ! fakesink  (900 frames, whole process)
+"""
+import argparse, json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+
+
+def metric(port, name, labels):
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def wait_http(port, path, deadline=20):
+    end = time.time() + deadline
+    while time.time() < end:
+        try:
+            return urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2).read()
+        except Exception:
+            time.sleep(0.2)
+    raise SystemExit(f"no answer from :{port}{path}")
+
+
+def measure(gw_pid, http, seconds, cams):
+    c0, f0, t0 = cpu_seconds(gw_pid), sum(metric(http, "livegate_camera_frames_total", {"camera": c}) for c in cams), time.time()
+    time.sleep(seconds)
+    c1, f1, t1 = cpu_seconds(gw_pid), sum(metric(http, "livegate_camera_frames_total", {"camera": c}) for c in cams), time.time()
+    frames = f1 - f0
+    return {"cpu_ms_per_frame": 1000 * (c1 - c0) / max(frames, 1), "frames": frames, "fps": frames / (t1 - t0),
+            "cpu_percent": 100 * (c1 - c0) / (t1 - t0)}
+
+
+def ffmpeg_client(url):
+    return subprocess.Popen(["ffmpeg", "-nostdin", "-v", "error", "-rtsp_transport", "tcp", "-i", url, "-f", "null", "-"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class HLSPoller:
+    """Asks for the playlist and the newest segment every 0.5 s, as a player does."""
+    def __init__(self, http, cam):
+        self.http, self.cam, self.stop = http, cam, False
+        import threading
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop:
+            try:
+                pl = urllib.request.urlopen(f"http://127.0.0.1:{self.http}/hls/{self.cam}/index.m3u8", timeout=5).read().decode()
+                segs = [l for l in pl.splitlines() if l.endswith(".ts")]
+                if segs:
+                    urllib.request.urlopen(f"http://127.0.0.1:{self.http}/hls/{self.cam}/{segs[-1]}", timeout=5).read()
+            except Exception:
+                pass
+            time.sleep(0.5)
+
+
+def baseline(frames_dir, count, pipeline_tail, fps):
+    """CPU per frame of a gst-launch pipeline fed `count` of the camera's frames (as fast as it goes)."""
+    n = len([f for f in os.listdir(frames_dir) if f.endswith(".jpg")])
+    cmd = ["gst-launch-1.0", "-q", "multifilesrc", f"location={frames_dir}/%05d.jpg", "index=1", f"num-buffers={count}",
+           f"caps=image/jpeg,framerate={fps}/1", "loop=true", f"stop-index={n}", "!"] + pipeline_tail
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    if status != 0:
+        raise SystemExit(f"baseline pipeline failed: {' '.join(cmd)}")
+    return 1000 * (usage.ru_utime + usage.ru_stime) / count
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--livegate", default="./.build/release/livegate")
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--json", help="write the results here too")
+    a = ap.parse_args()
+    lg = os.path.abspath(a.livegate)
+    tmp = tempfile.mkdtemp(prefix="livegate-graph-bench-")
+    emu_port, rtsp, http = 18391, 18554, 18380
+    emu = subprocess.Popen([lg, "emulate", "sony", "--port", str(emu_port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    gw = subprocess.Popen([lg, "run", "--camera", f"sony://127.0.0.1:{emu_port}", "--rtsp-port", str(rtsp),
+                           "--http-port", str(http), "--linger", "2", "--log-level", "warning"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results = {}
+    procs = []
+    try:
+        wait_http(http, "/api/v1/cameras")
+        time.sleep(3)
+        base = f"rtsp://127.0.0.1:{rtsp}/cam0"
+        # 0. idle: camera connected, overlay on, HLS enabled, nobody watching
+        results["idle"] = measure(gw.pid, http, a.seconds, ["cam0"])
+        results["idle"]["encoders"] = metric(http, "livegate_encoders_running", {"camera": "cam0"})
+        # 1. one raw RTSP client
+        procs = [ffmpeg_client(base + "/raw")]
+        time.sleep(2)
+        results["raw1"] = measure(gw.pid, http, a.seconds, ["cam0"])
+        for p in procs: p.terminate(); p.wait()
+        time.sleep(3)
+        # 2. one H.264 client (overlay on)
+        procs = [ffmpeg_client(base)]
+        time.sleep(2)
+        results["h264_1"] = measure(gw.pid, http, a.seconds, ["cam0"])
+        results["h264_1"]["encoders"] = metric(http, "livegate_encoders_running", {"camera": "cam0"})
+        # 3. one H.264 client + HLS, then three H.264 clients without HLS (where the extra cost goes)
+        hls = HLSPoller(http, "cam0")
+        time.sleep(4)
+        results["h264_1_hls"] = measure(gw.pid, http, a.seconds, ["cam0"])
+        hls.stop = True
+        time.sleep(4)
+        procs += [ffmpeg_client(base), ffmpeg_client(base)]
+        time.sleep(2)
+        results["h264_3"] = measure(gw.pid, http, a.seconds, ["cam0"])
+        # 4. three H.264 clients + one HLS reader
+        hls = HLSPoller(http, "cam0")
+        time.sleep(4)
+        results["h264_3_hls"] = measure(gw.pid, http, a.seconds, ["cam0"])
+        results["h264_3_hls"]["encoders"] = metric(http, "livegate_encoders_running", {"camera": "cam0"})
+        hls.stop = True
+        for p in procs: p.terminate(); p.wait()
+        # frames for the baselines: the camera's own JPEGs from the raw mount
+        frames_dir = os.path.join(tmp, "frames")
+        os.makedirs(frames_dir)
+        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-rtsp_transport", "tcp", "-i", base + "/raw", "-frames:v", "90",
+                        "-c", "copy", "-f", "image2", os.path.join(frames_dir, "%05d.jpg")], check=True, timeout=60)
+        time.sleep(4)
+        results["idle_after"] = measure(gw.pid, http, a.seconds / 2, ["cam0"])
+    finally:
+        for p in procs:
+            if p.poll() is None: p.kill()
+        gw.send_signal(signal.SIGTERM)
+        try: gw.wait(timeout=10)
+        except Exception: gw.kill()
+        emu.terminate(); emu.wait()
+    results["baseline_raw"] = {"cpu_ms_per_frame": baseline(frames_dir, 3000, ["jpegparse", "!", "rtpjpegpay", "!", "fakesink"], 30)}
+    results["baseline_h264"] = {"cpu_ms_per_frame": baseline(frames_dir, 900, [
+        "jpegdec", "!", "x264enc", "tune=zerolatency", "speed-preset=ultrafast", "pass=qual", "quantizer=23", "key-int-max=30",
+        "threads=1", "sliced-threads=false", "bitrate=4000", "!", "fakesink"], 30)}
+    shutil.rmtree(tmp, ignore_errors=True)
+    r = results
+    one = r["h264_1"]["cpu_ms_per_frame"]
+    print(f"{'scenario':34} {'CPU ms/frame':>12} {'fps':>6} {'target':>10} {'vs baseline':>12}")
+    rows = [("idle (connected, overlay, HLS on)", "idle", 0.2, None),
+            ("one raw RTSP client", "raw1", 0.35, "baseline_raw"),
+            ("one H.264 client (overlay)", "h264_1", 1.6, "baseline_h264"),
+            ("one H.264 client + 1 HLS reader", "h264_1_hls", None, "baseline_h264"),
+            ("3 H.264 clients", "h264_3", None, "baseline_h264"),
+            ("3 H.264 clients + 1 HLS reader", "h264_3_hls", None, "baseline_h264")]
+    for label, key, target, b in rows:
+        v = r[key]["cpu_ms_per_frame"]
+        ratio = f"{v / r[b]['cpu_ms_per_frame']:.2f}x" if b else ""
+        print(f"{label:34} {v:12.3f} {r[key]['fps']:6.1f} {('<= ' + str(target)) if target else '':>10} {ratio:>12}")
+    print(f"{'baseline: jpegparse ! rtpjpegpay':34} {r['baseline_raw']['cpu_ms_per_frame']:12.3f}")
+    print(f"{'baseline: jpegdec ! x264enc':34} {r['baseline_h264']['cpu_ms_per_frame']:12.3f}")
+    print(f"3 H.264 + HLS vs one H.264 client: {r['h264_3_hls']['cpu_ms_per_frame'] / one:.2f}x (target <= 1.2); "
+          f"encoders running: idle {r['idle']['encoders']:.0f}, one client {r['h264_1']['encoders']:.0f}, 3+HLS {r['h264_3_hls']['encoders']:.0f}")
+    print(f"idle again after the viewers left (linger 2 s): {r['idle_after']['cpu_ms_per_frame']:.3f} ms/frame")
+    if a.json:
+        with open(a.json, "w") as f: json.dump(r, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
