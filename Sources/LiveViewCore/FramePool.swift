@@ -9,6 +9,7 @@ public final class FramePool: Sendable {
     /// Number of frames the pool keeps at most.
     public let capacity: Int
     private let allocatedCount = Atomic<Int>(0)
+    private let droppedCount = Atomic<Int>(0)
 
     public init(capacity: Int = 16, frameBytes: Int = 256 * 1024) {
         self.capacity = capacity
@@ -33,6 +34,8 @@ public final class FramePool: Sendable {
         free.withLock { list in
             if list.count < capacity {
                 list.append(frame)
+            } else {
+                droppedCount.wrappingAdd(1, ordering: .relaxed)
             }
         }
     }
@@ -41,4 +44,12 @@ public final class FramePool: Sendable {
     public var allocated: Int { allocatedCount.load(ordering: .relaxed) }
     /// Frames waiting for reuse.
     public var idle: Int { free.withLock { $0.count } }
+    /// Frames handed out by `take()` whose last owner has not released them yet (for tests and
+    /// diagnostics). Exact when no `take()` or last `release()` runs meanwhile; negative when a frame
+    /// came back more often than it was taken (an over-release).
+    public var outstanding: Int {
+        free.withLock { list in
+            allocatedCount.load(ordering: .relaxed) - list.count - droppedCount.load(ordering: .relaxed)
+        }
+    }
 }
