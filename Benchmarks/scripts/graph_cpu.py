@@ -55,7 +55,7 @@ def ffmpeg_client(url):
 
 
 class HLSPoller:
-    """Asks for the playlist and the newest segment every 0.5 s, as a player does."""
+    """Asks for the playlist every 0.5 s and fetches each new segment once, as a player does."""
     def __init__(self, http, cam):
         self.http, self.cam, self.stop = http, cam, False
         import threading
@@ -63,12 +63,14 @@ class HLSPoller:
         self.thread.start()
 
     def run(self):
+        fetched = set()
         while not self.stop:
             try:
                 pl = urllib.request.urlopen(f"http://127.0.0.1:{self.http}/hls/{self.cam}/index.m3u8", timeout=5).read().decode()
-                segs = [l for l in pl.splitlines() if l.endswith(".ts")]
-                if segs:
-                    urllib.request.urlopen(f"http://127.0.0.1:{self.http}/hls/{self.cam}/{segs[-1]}", timeout=5).read()
+                for seg in [l for l in pl.splitlines() if l.endswith(".ts")][-2:]:
+                    if seg not in fetched:
+                        urllib.request.urlopen(f"http://127.0.0.1:{self.http}/hls/{self.cam}/{seg}", timeout=5).read()
+                        fetched.add(seg)
             except Exception:
                 pass
             time.sleep(0.5)

@@ -1,10 +1,10 @@
-import Dispatch
+import Foundation
 import Synchronization
 
 /// Runs a branch of the media graph only while it has consumers: the first consumer starts it, and
 /// it stops a linger after the last one leaves (unless a consumer came back meanwhile), so a viewer
 /// that reconnects at once does not pay for a restart. `start` and `stop` are called one at a time,
-/// in order, on a private serial queue or on the caller's thread (the first start), never both at once.
+/// in order (the start on the acquiring thread, a delayed stop on a short-lived thread).
 final class DemandGate: Sendable {
     private struct State {
         var consumers = 0
@@ -18,7 +18,7 @@ final class DemandGate: Sendable {
     private let state = Mutex(State())
     /// Serialises start/stop so a stop never overlaps a start.
     private let transitions = Mutex(())
-    private let queue: DispatchQueue
+    private let name: String
     private let linger: Duration
     private typealias Actions = (start: @Sendable () -> Void, stop: @Sendable () -> Void)
     private let actions = Mutex<Actions?>(nil)
@@ -32,7 +32,7 @@ final class DemandGate: Sendable {
     /// A gate whose actions come later through `bind` (when they need the owner's `self`).
     init(name: String, linger: Duration) {
         self.linger = linger
-        queue = DispatchQueue(label: "livegate.gate.\(name)")
+        self.name = name
     }
 
     /// Sets what starting and stopping the branch does (once, before the first consumer).
@@ -66,10 +66,20 @@ final class DemandGate: Sendable {
             return (s.consumers == 0, s.generation)
         }
         guard idle else { return }
+        // A plain thread sleeps through the linger (stopping may block on GStreamer state changes, so
+        // it stays off the cooperative pool; releases come with client departures, so they are rare).
         let nanos = linger.nanoseconds
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(min(nanos, UInt64(Int.max))))) { [self] in
+        let thread = Thread { [self] in
+            var remaining = nanos
+            while remaining > 0 {
+                let step = min(remaining, 1_000_000_000)
+                usleep(UInt32(step / 1000))
+                remaining -= step
+            }
             stopIfStill(generation)
         }
+        thread.name = "linger-\(name)"
+        thread.start()
     }
 
     private func stopIfStill(_ generation: UInt64) {
