@@ -37,13 +37,16 @@ conformance: build
 
 ## Benchmarks (not part of `make test`): see Benchmarks/README.md. Builds the Benchmarks package
 ## (scratch path Benchmarks/.build), runs the ordo-one suites (allocations per frame on the hot path,
-## parse throughput per format), then the end-to-end ones (loopback RTSP latency, CPU vs ffmpeg).
+## parse throughput per format), then the end-to-end ones (loopback RTSP latency, CPU vs ffmpeg,
+## cameras per machine at 30 fps: `capacity`, ~11 min, each step ~15 s).
 BENCH_FRAMES ?= 300
+BENCH_CAPACITY_ARGS ?= --mode both --seconds 10
 bench: deps
 	cd Benchmarks && $(SWIFT) build -c release
 	cd Benchmarks && $(SWIFT) package benchmark --no-progress
 	./Benchmarks/.build/release/livegate-bench latency --frames $(BENCH_FRAMES)
 	./Benchmarks/.build/release/livegate-bench cpu --frames 600
+	./Benchmarks/.build/release/livegate-bench capacity $(BENCH_CAPACITY_ARGS)
 
 ## Allocation gate (not part of `make test` either): runs the HotPath benchmarks `hotpath.a` (Swift
 ## ingest → hub → raw consumer) and `hotpath.b` (ingest → hub → JPEG branch → appsrc ! fakesink) and

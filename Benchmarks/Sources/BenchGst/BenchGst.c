@@ -171,6 +171,45 @@ bench_counter *bench_count_buffers(void *element, const char *pad_name) {
 
 uint64_t bench_counter_value(bench_counter *c) { return (uint64_t)g_atomic_int_get(&c->n); }
 
+struct bench_rtp_counter {
+    volatile gint frames;
+    volatile gint packets;
+};
+
+static void count_rtp(bench_rtp_counter *c, GstBuffer *b) {
+    guint8 second = 0;
+    g_atomic_int_inc(&c->packets);
+    // RTP header byte 1: M (1 bit) | PT (7 bits).
+    if (gst_buffer_extract(b, 1, &second, 1) == 1 && (second & 0x80)) g_atomic_int_inc(&c->frames);
+}
+
+static GstPadProbeReturn rtp_probe(GstPad *pad, GstPadProbeInfo *info, gpointer user) {
+    bench_rtp_counter *c = user;
+    if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
+        GstBufferList *l = gst_pad_probe_info_get_buffer_list(info);
+        guint n = gst_buffer_list_length(l);
+        for (guint i = 0; i < n; i++) count_rtp(c, gst_buffer_list_get(l, i));
+    } else {
+        count_rtp(c, gst_pad_probe_info_get_buffer(info));
+    }
+    return GST_PAD_PROBE_OK;
+}
+
+bench_rtp_counter *bench_count_rtp_frames(void *element, const char *pad_name) {
+    GstPad *pad = gst_element_get_static_pad(GST_ELEMENT(element), pad_name);
+    if (!pad) return NULL;
+    bench_rtp_counter *c = g_new0(bench_rtp_counter, 1);
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, rtp_probe, c, NULL);
+    gst_object_unref(pad);
+    return c;
+}
+
+uint64_t bench_rtp_counter_frames(bench_rtp_counter *c) { return (uint64_t)g_atomic_int_get(&c->frames); }
+uint64_t bench_rtp_counter_packets(bench_rtp_counter *c) { return (uint64_t)g_atomic_int_get(&c->packets); }
+void bench_rtp_counter_free(bench_rtp_counter *c) { g_free(c); }
+
+void bench_object_unref(void *object) { if (object) gst_object_unref(object); }
+
 int bench_push_wrapped(void *appsrc, const void *data, size_t size, void *user, void (*notify)(void *), uint64_t pts) {
     GstBuffer *b = gst_buffer_new_wrapped_full(GST_MEMORY_FLAG_READONLY, (gpointer)data, size, 0, size, user, notify);
     GST_BUFFER_PTS(b) = pts;

@@ -1,6 +1,8 @@
 // livegate-bench: the end-to-end benchmarks (see Benchmarks/README.md).
 //   livegate-bench latency [--frames N] [--mount raw|h264|both]   camera send → RTSP client, loopback
 //   livegate-bench cpu [--frames N]                               CPU per annotated, encoded frame vs ffmpeg
+//   livegate-bench capacity [--mode raw|h264|both] [--seconds S] [--warmup S] [--from N] [--max N]
+//                                                                 cameras per machine at 30 fps without drops
 //   livegate-bench datasets                                       what the parse benchmarks feed
 import BenchGst
 import BenchSupport
@@ -296,7 +298,19 @@ func datasets() throws {
 switch command {
 case "latency": try await latency()
 case "cpu": try cpu()
+case "capacity":
+    let mode = option("--mode", "both")
+    guard mode == "both" || CapacityMode(rawValue: mode) != nil else {
+        say("capacity: --mode raw|h264|both")
+        exit(2)
+    }
+    let modes = CapacityMode.allCases.filter { mode == "both" || $0.rawValue == mode }
+    let maxOption = Int(option("--max", "0")) ?? 0
+    try capacity(modes: modes, seconds: Double(option("--seconds", "10")) ?? 10,
+                 warmup: Double(option("--warmup", "3")) ?? 3, from: Int(option("--from", "1")) ?? 1,
+                 maxCameras: [.raw: maxOption > 0 ? maxOption : 960, .h264: maxOption > 0 ? maxOption : 96])
 case "datasets": try datasets()
 default:
-    say("usage: livegate-bench latency [--frames 300] [--mount raw|h264|both] | cpu [--frames 600] | datasets")
+    say("usage: livegate-bench latency [--frames 300] [--mount raw|h264|both] | cpu [--frames 600] | "
+          + "capacity [--mode raw|h264|both] [--seconds 10] [--warmup 3] [--from N] [--max N] | datasets")
 }

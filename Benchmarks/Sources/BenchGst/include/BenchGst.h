@@ -34,6 +34,18 @@ typedef struct bench_counter bench_counter;
 bench_counter *bench_count_buffers(void *element, const char *pad_name);
 uint64_t bench_counter_value(bench_counter *c);
 
+/// Counts RTP packets reaching `pad_name` of `element` (a GstElement *), and among them the packets
+/// with the RTP marker bit (the last packet of a JPEG frame / an H.264 access unit), i.e. frames.
+/// The counter is freed with bench_rtp_counter_free once its pipeline is gone.
+typedef struct bench_rtp_counter bench_rtp_counter;
+bench_rtp_counter *bench_count_rtp_frames(void *element, const char *pad_name);
+uint64_t bench_rtp_counter_frames(bench_rtp_counter *c);
+uint64_t bench_rtp_counter_packets(bench_rtp_counter *c);
+void bench_rtp_counter_free(bench_rtp_counter *c);
+
+/// gst_object_unref for a GstElement * returned with a new reference.
+void bench_object_unref(void *object);
+
 /// The GStreamer-only part of the raw mount: wraps `size` bytes at `data` zero-copy into a GstBuffer
 /// (gst_buffer_new_wrapped_full with a destroy notify, as MediaKit's AppSource does), stamps it and
 /// pushes it into `appsrc` (a GstElement *). Returns the GstFlowReturn.
