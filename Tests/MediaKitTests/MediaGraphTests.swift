@@ -168,5 +168,26 @@ extension MediaTests {
             #expect(slow.isEmpty, "sessions without media in time: \(slow)")
             #expect(graph.starvedSessions == 0)
         }
+
+        /// The watchdog logs and counts a session that gets no media: here a camera that says it is
+        /// streaming but sends nothing, with the slate held back (stall limit 60 s).
+        @Test func aSessionWithoutMediaIsCounted() async throws {
+            try #require(toolExists(ffmpeg), "ffmpeg not installed")
+            let rtsp = try RTSPOutput(runtime: testRuntime, configuration: .init(address: "127.0.0.1", port: 0))
+            defer { rtsp.stop() }
+            let hub = FrameHub()
+            let graph = try makeGraph("silent", hub: hub) {
+                $0.stallAfter = .seconds(60)
+                $0.starveAfter = .milliseconds(800)
+            }
+            defer { graph.stop() }
+            try rtsp.addCamera(graph)
+            #expect(graph.starvedSessions == 0)
+            let r = try await runTool(ffmpeg, ["-nostdin", "-v", "error", "-rtsp_transport", "tcp", "-i", rtsp.url(for: "silent", raw: true),
+                                               "-frames:v", "1", "-f", "null", "-"], timeout: 3)
+            #expect(r.timedOut || r.status != 0, "a picture from a camera that sent none?")
+            let counted = await waitUntil(timeout: 5) { graph.starvedSessions >= 1 }
+            #expect(counted, "the watchdog did not count the starved session")
+        }
     }
 }
