@@ -145,14 +145,21 @@ public enum ControlAPI {
         }
     }
 
+    /// Why a camera shows the slate: the driver's last error, or no frames while it says streaming.
+    static func reason(_ cam: CameraRuntime, branches: [String: Bool]) -> String? {
+        if let r = OutputSet.reason(cam.driver) { return r }
+        return branches["slate"] == true ? "no frames from the camera" : nil
+    }
+
     static func summary(_ cam: CameraRuntime, model: any ControlModel) -> [String: Any] {
         let size = cam.frameSize
+        let branches = model.branches(camera: cam.id)
         return [
             "id": cam.id, "vendor": cam.driver.vendor, "url": cam.url, "state": cam.driver.state.rawValue,
             "fps": (cam.driver.stats.fps * 10).rounded() / 10, "frames": cam.driver.stats.frames,
             "drops": cam.driver.stats.drops, "reconnects": cam.driver.stats.reconnects,
             "width": size.width, "height": size.height, "outputs": model.urls(for: cam),
-            "reason": OutputSet.reason(cam.driver) ?? NSNull(), "branches": model.branches(camera: cam.id),
+            "reason": reason(cam, branches: branches) ?? NSNull(), "branches": branches,
         ]
     }
 
