@@ -290,14 +290,9 @@ void lg_buffer_set_pts_dts(GstBuffer *buf, guint64 pts, guint64 duration) {
 
 gboolean lg_buffer_is_delta(GstBuffer *buf) { return GST_BUFFER_FLAG_IS_SET(buf, GST_BUFFER_FLAG_DELTA_UNIT); }
 
-GstBuffer *lg_buffer_ref(GstBuffer *buf) { return gst_buffer_ref(buf); }
-void lg_buffer_unref(GstBuffer *buf) { gst_buffer_unref(buf); }
-
 GstBuffer *lg_buffer_copy_shallow(GstBuffer *buf) {
     return gst_buffer_copy(buf); /* metadata copied, memory shared (no byte copy) */
 }
-
-gsize lg_buffer_size(GstBuffer *buf) { return gst_buffer_get_size(buf); }
 
 void lg_request_key_frame(GstElement *encoder) {
     /* An upstream event sent to an element enters its source pad: the encoder makes the next frame an IDR. */

@@ -23,7 +23,6 @@ public final class AnnotatedStream: Sendable {
     private let pacer: FramePacer
     private let worker: FrameWorker
     private let nextID = Atomic<Int>(1)
-    private let hub = Mutex<FrameHub?>(nil)
     private let counters = Counters()
     private let logger: Logger
     private let subscribersBox: SubscribersBox
@@ -95,7 +94,6 @@ public final class AnnotatedStream: Sendable {
             g = newGate
             return (o, subscribersBox.count)
         }
-        self.hub.withLock { $0 = hub }
         old?.shutdown()
         for _ in 0..<subscribers { newGate.acquire() }
     }
@@ -107,7 +105,6 @@ public final class AnnotatedStream: Sendable {
             g = nil
             return o
         }
-        hub.withLock { $0 = nil }
         old?.shutdown()
     }
 

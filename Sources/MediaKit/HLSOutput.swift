@@ -176,7 +176,7 @@ final class HLSCamera: Sendable {
                 guard let src = pipeline.child("src") else { throw MediaError("HLS pipeline has no appsrc 'src'") }
                 let source = AppSource(element: src)
                 try pipeline.play()
-                let consumer = graph.addEncodedConsumer(kind: .segmented, source: source)
+                let consumer = graph.encoded.addConsumer(kind: .segmented, source: source)
                 r = Running(pipeline: pipeline, source: source, consumer: consumer)
                 startCount.wrappingAdd(1, ordering: .relaxed)
                 logger.info("HLS started", metadata: ["camera": "\(id)", "playlist": "\(directory)/index.m3u8"])

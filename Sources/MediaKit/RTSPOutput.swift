@@ -201,11 +201,12 @@ final class Reencoder: @unchecked Sendable {
 final class SinkList: Sendable {
     private let list = Mutex<[AppSource]>([])
     func add(_ s: AppSource) { list.withLock { $0.append(s) } }
-    /// Removes the sources of `owner`; returns true when the list is now empty.
-    func remove(owner: UInt) -> Bool {
+    /// Removes the sources of `owner`; returns how many there were.
+    func remove(owner: UInt) -> Int {
         list.withLock { l in
+            let before = l.count
             l.removeAll { $0.owner == owner }
-            return l.isEmpty
+            return before - l.count
         }
     }
     func removeAll() { list.withLock { $0.removeAll() } }

@@ -78,12 +78,7 @@ import Glibc
         #expect(o.notFresh == 0, "take() never handed out a frame that still had owners")
         #expect(o.countsAfterDetach == [0, 0, 0], "consumer, pacer and queue counts after detaching all")
 
-        // Every frame came back to the pool exactly once: none is out, none came back twice.
-        #expect(pool.outstanding == 0, "frames out of the pool after everyone released")
-        var frames: [Frame] = []
-        for _ in 0..<pool.idle { frames.append(pool.take()) }
-        #expect(Set(frames.map(ObjectIdentifier.init)).count == frames.count, "a frame is in the pool twice")
-        for f in frames { f.release() }
+        Self.expectEveryFrameBackOnce(pool)
     }
 
     /// `latest()` against a producer at full rate with no consumer, so the frame `publish` replaces
@@ -96,11 +91,7 @@ import Glibc
         let (bad, calls) = Self.raceLatest(pool: pool, total: total)
         #expect(bad == 0, "latest() returned a frame that was recycled, reused or went backwards")
         #expect(calls > 0)
-        #expect(pool.outstanding == 0, "frames out of the pool after everyone released")
-        var frames: [Frame] = []
-        for _ in 0..<pool.idle { frames.append(pool.take()) }
-        #expect(Set(frames.map(ObjectIdentifier.init)).count == frames.count, "a frame is in the pool twice")
-        for f in frames { f.release() }
+        Self.expectEveryFrameBackOnce(pool)
     }
 
     /// Consumer sets swapped as fast as two threads can while a producer publishes at full rate and
@@ -117,6 +108,16 @@ import Glibc
         #expect(wrongCounts == 0, "a count missed the consumers attached throughout")
         #expect(swaps > 0)
         #expect(pool.outstanding == 0, "frames out of the pool after everyone released")
+    }
+
+    /// Every frame came back to the pool exactly once: none is out, none came back twice.
+    static func expectEveryFrameBackOnce(_ pool: FramePool, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(pool.outstanding == 0, "frames out of the pool after everyone released", sourceLocation: sourceLocation)
+        var frames: [Frame] = []
+        for _ in 0..<pool.idle { frames.append(pool.take()) }
+        #expect(Set(frames.map(ObjectIdentifier.init)).count == frames.count, "a frame is in the pool twice",
+                sourceLocation: sourceLocation)
+        for f in frames { f.release() }
     }
 
     static func swapSets(pool: FramePool, total: Int) -> (last: Int, wrongCounts: Int, swaps: Int) {

@@ -160,12 +160,18 @@ static GstPadProbeReturn count_probe(GstPad *pad, GstPadProbeInfo *info, gpointe
     return GST_PAD_PROBE_OK;
 }
 
-bench_counter *bench_count_buffers(void *element, const char *pad_name) {
+/* Adds a buffer (and buffer-list) probe on an element's static pad; FALSE when there is no such pad. */
+static gboolean add_buffer_probe(void *element, const char *pad_name, GstPadProbeCallback probe, gpointer user) {
     GstPad *pad = gst_element_get_static_pad(GST_ELEMENT(element), pad_name);
-    if (!pad) return NULL;
-    bench_counter *c = g_new0(bench_counter, 1);
-    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, count_probe, c, NULL);
+    if (!pad) return FALSE;
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, probe, user, NULL);
     gst_object_unref(pad);
+    return TRUE;
+}
+
+bench_counter *bench_count_buffers(void *element, const char *pad_name) {
+    bench_counter *c = g_new0(bench_counter, 1);
+    if (!add_buffer_probe(element, pad_name, count_probe, c)) { g_free(c); return NULL; }
     return c;
 }
 
@@ -196,11 +202,8 @@ static GstPadProbeReturn rtp_probe(GstPad *pad, GstPadProbeInfo *info, gpointer 
 }
 
 bench_rtp_counter *bench_count_rtp_frames(void *element, const char *pad_name) {
-    GstPad *pad = gst_element_get_static_pad(GST_ELEMENT(element), pad_name);
-    if (!pad) return NULL;
     bench_rtp_counter *c = g_new0(bench_rtp_counter, 1);
-    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, rtp_probe, c, NULL);
-    gst_object_unref(pad);
+    if (!add_buffer_probe(element, pad_name, rtp_probe, c)) { g_free(c); return NULL; }
     return c;
 }
 

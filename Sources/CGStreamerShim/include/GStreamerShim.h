@@ -125,11 +125,8 @@ guint lg_rtsp_server_client_count(GstRTSPServer *server);
 /// Sets PTS = DTS (streams without B-frames) and the duration.
 void lg_buffer_set_pts_dts(GstBuffer *buf, guint64 pts, guint64 duration);
 gboolean lg_buffer_is_delta(GstBuffer *buf);
-GstBuffer *lg_buffer_ref(GstBuffer *buf);
-void lg_buffer_unref(GstBuffer *buf);
 /// A new buffer sharing `buf`'s memory (no byte copy) with its own metadata, so timing can differ.
 GstBuffer *lg_buffer_copy_shallow(GstBuffer *buf);
-gsize lg_buffer_size(GstBuffer *buf);
 /// Asks a video encoder to make its next frame a key frame (with headers).
 void lg_request_key_frame(GstElement *encoder);
 typedef void (*lg_sample_callback)(GstBuffer *buffer, gpointer user);

@@ -125,11 +125,6 @@ public final class CameraGraph: Sendable {
         [jpeg.outputStats(), pictures.stats(camera: configuration.id), encoded.outputStats()]
     }
 
-    /// Adds a consumer of the encoded stream (used by HLS and other encoded outputs in MediaKit).
-    func addEncodedConsumer(kind: EncodedBranch.ConsumerKind, source: AppSource) -> EncodedBranch.Consumer {
-        encoded.addConsumer(kind: kind, source: source)
-    }
-
     private func tick() {
         let now = MonotonicClock.nanos()
         let published = hub.published - slate.framesPublished

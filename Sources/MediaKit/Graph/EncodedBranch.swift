@@ -119,7 +119,7 @@ public final class EncodedBranch: Sendable {
 
     private func startEncoder() {
         do {
-            let e = try EncoderPipeline(branch: self, runtime: runtime)
+            let e = try EncoderPipeline(branch: self, stats: stats, runtime: runtime)
             encoder.withLock { $0 = e }
             e.subscription = pictures.subscribe { [weak e] pic in e?.encode(pic) }
             logger.info("H.264 encoder started", metadata: ["camera": "\(id)"])
@@ -158,8 +158,6 @@ public final class EncodedBranch: Sendable {
             if !sink.source.push(buffer: copy) { sink.restart() }
         }
     }
-
-    fileprivate var stat: EncodedStats { stats }
 }
 
 /// One consumer of the encoded stream: its appsrc and whether it has seen its first key frame.
@@ -201,6 +199,7 @@ final class EncoderPipeline: @unchecked Sendable {
     private let source: AppSource
     private let encoderElement: UnsafeMutablePointer<GstElement>
     private weak var branch: EncodedBranch?
+    private let stats: EncodedStats
     private let fps: Int
     private let gridNanos: UInt64
     private let joinSpacingNanos: UInt64
@@ -215,7 +214,7 @@ final class EncoderPipeline: @unchecked Sendable {
     private let clock = Mutex(Clock())
     private let joinRequested = Atomic<Bool>(false)
 
-    init(branch: EncodedBranch, runtime: GStreamerRuntime) throws {
+    init(branch: EncodedBranch, stats: EncodedStats, runtime: GStreamerRuntime) throws {
         let c = branch.configuration
         fps = max(1, c.fps)
         gridNanos = UInt64(max(0.1, c.keyframeInterval) * 1e9)
@@ -231,6 +230,7 @@ final class EncoderPipeline: @unchecked Sendable {
         source = AppSource(element: src)
         encoderElement = enc
         self.branch = branch
+        self.stats = stats
         let user = Unmanaged.passRetained(EncoderCallbackBox(self)).toOpaque()
         lg_app_sink_on_buffer(sink, { buf, user in
             guard let buf, let user else { return }
@@ -248,7 +248,7 @@ final class EncoderPipeline: @unchecked Sendable {
 
     /// Feeds one picture (picture branch thread).
     func encode(_ pic: I420Picture) {
-        branch?.stat.picturesIn.wrappingAdd(1, ordering: .relaxed)
+        stats.picturesIn.wrappingAdd(1, ordering: .relaxed)
         let join = joinRequested.exchange(false, ordering: .relaxed)
         let (pts, forceKey) = clock.withLock { c -> (UInt64, Bool) in
             if c.pictures == 0 {

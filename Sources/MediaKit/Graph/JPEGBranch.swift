@@ -4,9 +4,9 @@ import Synchronization
 
 /// The JPEG branch of a camera's media graph: the camera's own bytes, never decoded, for every
 /// consumer that carries JPEG (RTSP `/raw` sessions, MJPEG over HTTP). While it has consumers a
-/// paced hub consumer hands each frame to the branch's thread, which wraps it zero-copy into every
-/// consumer's appsrc. A JPEG that RFC 2435 cannot carry (progressive, 4:4:4, custom Huffman tables,
-/// > 2040 px) is re-encoded once (baseline 4:2:0) and counted. With no consumer the branch is not
+/// paced hub consumer wraps each frame zero-copy into every consumer's appsrc, on the publisher's
+/// thread. A JPEG that RFC 2435 cannot carry (progressive, 4:4:4, custom Huffman tables, > 2040 px)
+/// goes to the branch's own thread, is re-encoded once (baseline 4:2:0) and counted. With no consumer the branch is not
 /// attached to the hub at all.
 public final class JPEGBranch: Sendable {
     let id: String
@@ -44,9 +44,7 @@ public final class JPEGBranch: Sendable {
 
     /// Removes the appsrcs of `owner`.
     func remove(owner: UInt) {
-        let before = sinks.count
-        _ = sinks.remove(owner: owner)
-        for _ in sinks.count..<before { gate.release() }
+        for _ in 0..<sinks.remove(owner: owner) { gate.release() }
     }
 
     /// Stops at once (shutdown).
