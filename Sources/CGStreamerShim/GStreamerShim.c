@@ -282,6 +282,38 @@ guint lg_rtsp_server_client_count(GstRTSPServer *server) {
     return n;
 }
 
+typedef struct {
+    lg_play_callback callback;
+    gpointer user;
+} LgPlayHook;
+
+static GstRTSPStatusCode lg_pre_play(GstRTSPClient *client, GstRTSPContext *ctx, gpointer data) {
+    (void)client;
+    LgPlayHook *hook = data;
+    if (ctx && ctx->media) hook->callback(ctx->media, FALSE, hook->user);
+    return GST_RTSP_STS_OK;
+}
+
+static void lg_post_play(GstRTSPClient *client, GstRTSPContext *ctx, gpointer data) {
+    (void)client;
+    LgPlayHook *hook = data;
+    if (ctx && ctx->media) hook->callback(ctx->media, TRUE, hook->user);
+}
+
+static void lg_client_connected(GstRTSPServer *server, GstRTSPClient *client, gpointer data) {
+    (void)server;
+    g_signal_connect(client, "pre-play-request", G_CALLBACK(lg_pre_play), data);
+    g_signal_connect(client, "play-request", G_CALLBACK(lg_post_play), data);
+}
+
+void lg_rtsp_server_on_play(GstRTSPServer *server, lg_play_callback callback, gpointer user) {
+    LgPlayHook *hook = g_new(LgPlayHook, 1);
+    hook->callback = callback;
+    hook->user = user;
+    g_object_set_data_full(G_OBJECT(server), "livegate-play-hook", hook, g_free);
+    g_signal_connect(server, "client-connected", G_CALLBACK(lg_client_connected), hook);
+}
+
 void lg_buffer_set_pts_dts(GstBuffer *buf, guint64 pts, guint64 duration) {
     GST_BUFFER_PTS(buf) = pts;
     GST_BUFFER_DTS(buf) = pts;

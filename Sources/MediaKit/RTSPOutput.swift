@@ -1,3 +1,4 @@
+import Foundation
 internal import CGStreamer
 internal import CGStreamerShim
 import LiveViewCore
@@ -8,12 +9,15 @@ import Synchronization
 /// * `rtsp://HOST:PORT/<id>` — H.264 from the camera's one shared encoder (`CameraGraph.encoded`);
 /// * `rtsp://HOST:PORT/<id>/raw` — the camera's own JPEG bytes (`CameraGraph.jpeg`), RTP/JPEG.
 ///
-/// Every session has its own small media (`appsrc ! payloader`, factories are not shared), so each
-/// one starts where it should: the H.264 session at a key frame with SPS/PPS and a PTS, the raw one at
-/// the newest frame. A media registers its appsrc with the graph on `media-configure` and leaves on
-/// `unprepared`; the graph's branches start with their first consumer and stop a linger after the
-/// last. Nothing here waits for a camera: an absent camera's graph shows its slate, and the server
-/// serves clients on several threads, so one slow request never holds up another.
+/// Each mount has ONE media shared by all its clients (`appsrc ! payloader`): a frame is payloaded
+/// once, and a further client costs only its packets' sending. A media registers its appsrc with
+/// the graph on `media-configure` and leaves on `unprepared` (after its last client); the graph's
+/// branches start with their first consumer and stop a linger after the last. A client joining the
+/// H.264 media still starts at a key frame with SPS/PPS and a PTS: while its PLAY adds it to the
+/// media the stream is held, then resumes at a key frame forced for it (rate-limited; the others see
+/// a pause of a frame or two). RTP/JPEG frames are all key frames, so a raw client starts at the
+/// next frame. Nothing here waits for a camera: an absent camera's graph shows its slate, and the
+/// server serves clients on several threads, so one slow request never holds up another.
 public final class RTSPOutput: Sendable {
     /// Server settings.
     public struct Configuration: Sendable {
@@ -40,6 +44,7 @@ public final class RTSPOutput: Sendable {
     private let handle: ServerHandle
     private let sourceID: UInt32
     private let cameras = Mutex<[String: CameraGraph]>([:])
+    private let joins = SharedMediaJoins()
     private let stopped = Atomic<Bool>(false)
     private let logger: Logger
     /// The bound TCP port.
@@ -59,6 +64,13 @@ public final class RTSPOutput: Sendable {
             throw MediaError("RTSP server cannot listen on \(configuration.address):\(configuration.port)")
         }
         handle = ServerHandle(server: server)
+        // Every client's PLAY: hold the shared H.264 stream while the client joins, then resume it
+        // at a key frame forced for the newcomer.
+        let joinsHook = Unmanaged.passRetained(joins).toOpaque()  // released in stop()
+        lg_rtsp_server_on_play(server, { media, joined, user in
+            guard let media, let user else { return }
+            Unmanaged<SharedMediaJoins>.fromOpaque(user).takeUnretainedValue().play(media: media, joined: joined != 0)
+        }, joinsHook)
         sourceID = id
         port = Int(lg_rtsp_server_bound_port(server))
         logger.info("RTSP server listening", metadata: ["address": "\(configuration.address)", "port": "\(port)"])
@@ -85,8 +97,8 @@ public final class RTSPOutput: Sendable {
         }
         guard !existing else { throw MediaError("camera \(id) is already mounted") }
         for (path, launch, kind) in [("/\(id)", h264, MountKind.h264), ("/\(id)/raw", raw, MountKind.raw)] {
-            let ctx = Unmanaged.passRetained(FactoryContext(graph: graph, kind: kind, logger: logger)).toOpaque()
-            _ = lg_rtsp_mount(handle.server, path, launch, 0, { _, media, user in
+            let ctx = Unmanaged.passRetained(FactoryContext(graph: graph, kind: kind, joins: joins, logger: logger)).toOpaque()
+            _ = lg_rtsp_mount(handle.server, path, launch, 1, { _, media, user in
                 guard let media, let user else { return }
                 Unmanaged<FactoryContext>.fromOpaque(user).takeUnretainedValue().configure(media)
             }, ctx, { user, _ in
@@ -110,6 +122,7 @@ public final class RTSPOutput: Sendable {
         lg_rtsp_server_close_clients(handle.server)
         lg_source_remove_by_id(runtime.context, sourceID)
         g_object_unref(UnsafeMutableRawPointer(handle.server))
+        Unmanaged.passUnretained(joins).release()  // the play hook's reference
     }
 
     /// Connected RTSP clients (all mounts).
@@ -122,14 +135,16 @@ enum MountKind: Sendable { case h264, raw }
 final class FactoryContext: Sendable {
     let graph: CameraGraph
     let kind: MountKind
+    let joins: SharedMediaJoins
     let logger: Logger
-    init(graph: CameraGraph, kind: MountKind, logger: Logger) {
+    init(graph: CameraGraph, kind: MountKind, joins: SharedMediaJoins, logger: Logger) {
         self.graph = graph
         self.kind = kind
+        self.joins = joins
         self.logger = logger
     }
 
-    /// Runs on a server thread when a media is created for this mount (one per session).
+    /// Runs on a server thread when the mount's shared media is created (by its first client).
     func configure(_ media: UnsafeMutablePointer<GstRTSPMedia>) {
         let id = graph.configuration.id
         guard let src = lg_rtsp_media_get_by_name(media, "src") else {
@@ -147,7 +162,12 @@ final class FactoryContext: Sendable {
         case .h264:
             let consumer = graph.encoded.addConsumer(kind: .stream, source: source)
             let encoded = graph.encoded
-            leave = { encoded.removeConsumer(consumer) }
+            joins.register(owner, branch: encoded, consumer: consumer)
+            let joins = self.joins
+            leave = {
+                joins.unregister(owner)
+                encoded.removeConsumer(consumer)
+            }
         }
         logger.debug("RTSP media configured", metadata: ["camera": "\(id)", "kind": "\(kind)"])
         let ctx = Unmanaged.passRetained(UnpreparedContext(leave)).toOpaque()
@@ -160,7 +180,51 @@ final class FactoryContext: Sendable {
     }
 }
 
-/// What to do once when a media is unprepared (its session ended).
+/// The shared H.264 medias and their consumers of the encoded branch, for the PLAY hooks.
+final class SharedMediaJoins: Sendable {
+    /// How long a joining client's PLAY waits, with the stream held, before it joins the media.
+    static let drainSeconds = 0.05
+
+    private struct Entry {
+        let branch: EncodedBranch
+        let consumer: EncodedBranch.Consumer
+        /// False until the media's first PLAY is done: the first client starts at the key frame
+        /// the media was prepared with, nothing to hold or force.
+        var played = false
+    }
+    private let medias = Mutex<[UInt: Entry]>([:])
+
+    func register(_ media: UInt, branch: EncodedBranch, consumer: EncodedBranch.Consumer) {
+        medias.withLock { $0[media] = Entry(branch: branch, consumer: consumer) }
+    }
+
+    func unregister(_ media: UInt) { _ = medias.withLock { $0.removeValue(forKey: media) } }
+
+    /// A client's PLAY on `media` starts (`joined` false) or is done (true); other medias are ignored.
+    func play(media: UnsafeMutablePointer<GstRTSPMedia>, joined: Bool) {
+        let key = UInt(bitPattern: media)
+        let found = medias.withLock { m -> (Entry, Bool)? in
+            guard var e = m[key] else { return nil }
+            let first = !e.played
+            if joined && first {
+                e.played = true
+                m[key] = e
+            }
+            return (e, first)
+        }
+        guard let (entry, first) = found, !first else { return }
+        if joined {
+            entry.branch.joined(entry.consumer)
+        } else {
+            // Hold, and let what is already on its way through the media go out before the newcomer
+            // is added (measured: without this wait a newcomer sometimes got a P-frame first).
+            entry.branch.holdForJoin(entry.consumer)
+            Thread.sleep(forTimeInterval: Self.drainSeconds)
+        }
+    }
+}
+
+/// What to do once when a media is unprepared (its last session ended).
 final class UnpreparedContext: Sendable {
     private let action: Mutex<(@Sendable () -> Void)?>
     init(_ action: @escaping @Sendable () -> Void) { self.action = Mutex(action) }

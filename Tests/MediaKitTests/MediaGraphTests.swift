@@ -95,6 +95,43 @@ extension MediaTests {
             }
         }
 
+        /// The H.264 mount is ONE media for all its clients: clients that join while another one
+        /// watches (over TCP and UDP) each start at a key frame with a PTS, and the one watching all
+        /// along decodes without an error through every join.
+        @Test func joinersOfTheSharedMediaStartAtAKeyFrame() async throws {
+            try #require(toolExists(ffmpeg) && toolExists(gstLaunch), "ffmpeg/gst-launch-1.0 not installed")
+            let rtsp = try RTSPOutput(runtime: testRuntime, configuration: .init(address: "127.0.0.1", port: 0))
+            defer { rtsp.stop() }
+            let hub = FrameHub()
+            let graph = try makeGraph("joins", hub: hub)
+            defer { graph.stop() }
+            try rtsp.addCamera(graph)
+            let feeder = try TestFeeder(hub: hub)
+            feeder.start()
+            defer { feeder.stop() }
+            let url = rtsp.url(for: "joins")
+            async let watcher = runTool(ffmpeg, ["-nostdin", "-v", "warning", "-rtsp_transport", "tcp", "-i", url,
+                                                 "-frames:v", "450", "-f", "null", "-"], timeout: 60)
+            let watching = await waitUntil(timeout: 10) { graph.encoded.consumerCount == 1 && graph.encoded.keyframes > 0 }
+            try #require(watching, "the first client never got the encoder going")
+            await pause(0.5)
+            var firsts: [String] = []
+            for i in 0..<6 {
+                let g = try await runTool(gstLaunch, ["-v", "rtspsrc", "location=\(url)", "protocols=\(i % 2 == 0 ? "tcp" : "udp")", "!",
+                                                      "rtph264depay", "!", "identity", "silent=false", "!", "fakesink", "num-buffers=3"],
+                                          timeout: 30)
+                let first = try #require(g.stdout.split(separator: "\n").first { $0.contains("identity") && $0.contains("last-message = chain") },
+                                         "joiner \(i) got no buffer: \(g.stdout.suffix(800)) \(g.stderr.suffix(400))")
+                firsts.append(String(first))
+                #expect(graph.encoded.consumerCount == 1, "a second media for the same mount")
+            }
+            for (i, f) in firsts.enumerated() {
+                #expect(!f.contains("delta-unit") && !f.contains("pts: none"), "joiner \(i) did not start at a key frame with a PTS: \(f)")
+            }
+            let w = try await watcher
+            #expect(w.status == 0 && decodeProblems(w.stderr).isEmpty, "the watching client was damaged by the joins: \(w.stderr.prefix(1500))")
+        }
+
         /// An absent camera (connecting, refused, hanging) never blocks the server: DESCRIBE of its
         /// mounts answers within 1 s with the slate, and another camera's clients are not delayed.
         @Test func anAbsentCameraNeverBlocksTheServer() async throws {

@@ -120,6 +120,11 @@ void lg_rtsp_server_set_max_threads(GstRTSPServer *server, gint max_threads);
 void lg_rtsp_server_close_clients(GstRTSPServer *server);
 /// Number of connected RTSP clients.
 guint lg_rtsp_server_client_count(GstRTSPServer *server);
+typedef void (*lg_play_callback)(GstRTSPMedia *media, gboolean joined, gpointer user);
+/// For every client of the server: `callback(media, FALSE)` when its PLAY starts (before its
+/// transports join the media) and `callback(media, TRUE)` once they joined and the media plays.
+/// `user` must outlive the server's clients.
+void lg_rtsp_server_on_play(GstRTSPServer *server, lg_play_callback callback, gpointer user);
 
 // ---- encoded buffers (the shared encoder's fan-out) ----
 /// Sets PTS = DTS (streams without B-frames) and the duration.

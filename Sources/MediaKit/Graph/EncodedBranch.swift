@@ -81,6 +81,22 @@ public final class EncodedBranch: Sendable {
         return Consumer(id: cid)
     }
 
+    /// A client is about to join a consumer shared by several clients (an RTSP PLAY on the shared
+    /// H.264 media): nothing goes to it until `joined` (or `limit`), so the newcomer's first
+    /// packet can only be the key frame `joined` asks for. The others see a short pause, no damage:
+    /// what follows the pause is a key frame.
+    func holdForJoin(_ c: Consumer, limit: Duration = .seconds(1)) {
+        sinks.withLock { $0[c.id] }?.hold(until: MonotonicClock.nanos() + UInt64(limit.nanoseconds))
+    }
+
+    /// The joining client is in: the consumer resumes at the next key frame, asked for at once
+    /// (rate-limited, see `joinKeyframeSpacing`).
+    func joined(_ c: Consumer) {
+        guard let sink = sinks.withLock({ $0[c.id] }) else { return }
+        sink.resumeAtKeyframe()
+        encoder.withLock { $0 }?.requestJoinKeyframe()
+    }
+
     /// Removes a consumer; the encoder stops a linger after the last one.
     func removeConsumer(_ c: Consumer) {
         guard sinks.withLock({ $0.removeValue(forKey: c.id) }) != nil else { return }
@@ -139,9 +155,10 @@ public final class EncodedBranch: Sendable {
     fileprivate func distribute(_ buffer: UnsafeMutablePointer<GstBuffer>, arrivalNanos: UInt64, keyframe: Bool, boundary: Bool) {
         stats.buffersOut.wrappingAdd(1, ordering: .relaxed)
         if keyframe { stats.keyframes.wrappingAdd(1, ordering: .relaxed) }
+        let now = MonotonicClock.nanos()
         for sink in sinks.withLock({ Array($0.values) }) {
             let markKey = sink.kind == .stream ? keyframe : boundary
-            if !sink.accept(keyframe: markKey) { continue }
+            if !sink.accept(keyframe: markKey, now: now) { continue }
             guard let pts = sink.source.runningTime(arrivalNanos: arrivalNanos) else {
                 sink.restart()
                 continue
@@ -160,19 +177,29 @@ public final class EncodedBranch: Sendable {
     }
 }
 
-/// One consumer of the encoded stream: its appsrc and whether it has seen its first key frame.
+/// One consumer of the encoded stream: its appsrc, whether it has seen its first key frame, and
+/// whether it is held while a client joins it.
 final class EncodedSink: Sendable {
     let source: AppSource
     let kind: EncodedBranch.ConsumerKind
     private let started = Atomic<Bool>(false)
+    /// Monotonic nanoseconds until which nothing is sent (0: not held).
+    private let heldUntil = Atomic<UInt64>(0)
 
     init(source: AppSource, kind: EncodedBranch.ConsumerKind) {
         self.source = source
         self.kind = kind
     }
 
-    /// True when this buffer goes to the consumer (from its first key frame on).
-    func accept(keyframe: Bool) -> Bool {
+    /// True when this buffer goes to the consumer (from its first key frame on, never while held).
+    func accept(keyframe: Bool, now: UInt64) -> Bool {
+        let hold = heldUntil.load(ordering: .acquiring)
+        if hold != 0 {
+            if now < hold { return false }
+            // The join never completed: carry on from the next key frame.
+            heldUntil.store(0, ordering: .releasing)
+            started.store(false, ordering: .relaxed)
+        }
         if started.load(ordering: .relaxed) { return true }
         guard keyframe else { return false }
         started.store(true, ordering: .relaxed)
@@ -181,6 +208,15 @@ final class EncodedSink: Sendable {
 
     /// Waits for the next key frame again (after a drop).
     func restart() { started.store(false, ordering: .relaxed) }
+
+    /// Sends nothing until `deadline` or `resumeAtKeyframe`.
+    func hold(until deadline: UInt64) { heldUntil.store(deadline, ordering: .releasing) }
+
+    /// Ends a hold: from the next key frame on.
+    func resumeAtKeyframe() {
+        started.store(false, ordering: .relaxed)
+        heldUntil.store(0, ordering: .releasing)
+    }
 }
 
 final class EncodedStats: Sendable {
@@ -210,6 +246,7 @@ final class EncoderPipeline: @unchecked Sendable {
         var lastForced: UInt64 = 0
         var pictures = 0
         var lastBoundary: UInt64?
+        var joinPending = false
     }
     private let clock = Mutex(Clock())
     private let joinRequested = Atomic<Bool>(false)
@@ -257,14 +294,21 @@ final class EncoderPipeline: @unchecked Sendable {
             var pts = pic.arrivalNanos > c.epoch ? pic.arrivalNanos - c.epoch : 0
             if c.pictures > 0 && pts <= c.lastInput { pts = c.lastInput + 1_000_000 }
             c.lastInput = pts
+            c.joinPending = c.joinPending || join
             var force = false
             if c.pictures == 0 || pts >= c.nextGrid {
                 // The 1 s grid: the first picture at or after each whole interval is a key frame.
                 force = c.pictures > 0
                 c.nextGrid = (c.pictures == 0 ? pts : c.nextGrid) + gridNanos
                 while c.nextGrid <= pts { c.nextGrid += gridNanos }
-            } else if join, pts &- c.lastForced >= joinSpacingNanos, c.nextGrid - pts > gridNanos / 5 {
-                force = true
+                c.joinPending = false
+            } else if c.joinPending {
+                if c.nextGrid - pts <= gridNanos / 5 {
+                    c.joinPending = false  // the grid's key frame comes soon enough
+                } else if pts &- c.lastForced >= joinSpacingNanos {
+                    force = true
+                    c.joinPending = false
+                }  // else: too soon after the last forced one; stays pending
             }
             if force { c.lastForced = pts }
             c.pictures += 1
