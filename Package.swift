@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "LiveViewCore", targets: ["LiveViewCore"]),
         .library(name: "CameraWire", targets: ["CameraWire"]),
         .library(name: "CameraKit", targets: ["CameraKit"]),
+        .library(name: "JPEGKit", targets: ["JPEGKit"]),
         .library(name: "MediaKit", targets: ["MediaKit"]),
         .library(name: "CameraEmulators", targets: ["CameraEmulators"]),
     ],
@@ -33,10 +34,11 @@ let package = Package(
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstrtspserver-1.0-dev"])]),
         .target(name: "CGStreamerShim", dependencies: ["CGStreamer"]),
         .target(name: "LiveViewCore", swiftSettings: strict),
-        .target(name: "CameraWire", dependencies: ["LiveViewCore"], swiftSettings: strict),
+        .target(name: "JPEGKit", dependencies: ["CTurboJPEG", "LiveViewCore"], swiftSettings: strict),
+        .target(name: "CameraWire", dependencies: ["JPEGKit", "LiveViewCore"], swiftSettings: strict),
         .target(
             name: "MediaKit",
-            dependencies: ["CTurboJPEG", "CGStreamer", "CGStreamerShim", "LiveViewCore",
+            dependencies: ["JPEGKit", "CGStreamer", "CGStreamerShim", "LiveViewCore",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(
@@ -49,7 +51,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "CameraEmulators",
-            dependencies: ["CameraWire", "LiveViewCore", "MediaKit",
+            dependencies: ["CameraWire", "JPEGKit", "LiveViewCore",
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -72,9 +74,9 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .testTarget(name: "LiveViewCoreTests", dependencies: ["LiveViewCore"], swiftSettings: strict),
-        .testTarget(name: "CameraWireTests", dependencies: ["CameraWire", "LiveViewCore"],
+        .testTarget(name: "CameraWireTests", dependencies: ["CameraWire", "JPEGKit", "LiveViewCore"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "LiveViewCore"], swiftSettings: strict),
+        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "JPEGKit", "LiveViewCore"], swiftSettings: strict),
         .testTarget(
             name: "CameraKitTests",
             dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore"],

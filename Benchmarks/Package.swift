@@ -29,6 +29,7 @@ let package = Package(
                 .product(name: "CameraWire", package: main),
                 .product(name: "CameraKit", package: main),
                 .product(name: "MediaKit", package: main),
+                .product(name: "JPEGKit", package: main),
                 .product(name: "CameraEmulators", package: main),
             ]),
         .executableTarget(
@@ -39,6 +40,7 @@ let package = Package(
                 .product(name: "CameraWire", package: main),
                 .product(name: "CameraKit", package: main),
                 .product(name: "MediaKit", package: main),
+                .product(name: "JPEGKit", package: main),
                 .product(name: "CameraEmulators", package: main),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -52,6 +54,7 @@ let package = Package(
                 .product(name: "CameraWire", package: main),
                 .product(name: "CameraKit", package: main),
                 .product(name: "MediaKit", package: main),
+                .product(name: "JPEGKit", package: main),
             ],
             path: "Benchmarks/HotPath",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),

@@ -1,5 +1,5 @@
+import JPEGKit
 import LiveViewCore
-import MediaKit
 
 /// The emulators' picture: MediaKit's libjpeg-turbo test pattern (frame counter, moving subject)
 /// with the AF box on the subject, or — for two seconds after a touch-AF — a focused box centred on

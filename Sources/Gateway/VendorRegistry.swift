@@ -1,3 +1,4 @@
+import JPEGKit
 public import CameraEmulators
 import CameraKit
 import Logging

@@ -1,3 +1,4 @@
+public import JPEGKit
 public import LiveViewCore
 public import Logging
 import Synchronization

@@ -1,3 +1,4 @@
+import JPEGKit
 import Foundation
 internal import CGStreamer
 internal import CGStreamerShim

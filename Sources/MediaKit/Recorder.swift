@@ -1,3 +1,4 @@
+import JPEGKit
 internal import CGStreamer
 internal import CGStreamerShim
 import Dispatch
@@ -190,7 +191,7 @@ final class SegmentWriterBox: @unchecked Sendable {
         let useCamera = frame.timeBase == .camera && (frame.cameraPTS ?? -1) >= 0
         let pts = useCamera ? UInt64(frame.cameraPTS!) : frame.arrivalNanos
         var w = frame.width, h = frame.height
-        if w <= 0 || h <= 0, let size = JPEGInspector.size(of: frame.bytes) { (w, h) = size }
+        if w <= 0 || h <= 0, let size = JPEGScanner.size(of: frame.bytes) { (w, h) = size }
         guard w > 0, h > 0, frame.count > 0 else { return false }
         if pipeline != nil {
             let elapsed = frame.arrivalNanos &- segmentStartArrival

@@ -1,3 +1,4 @@
+import JPEGKit
 internal import CGStreamer
 internal import CGStreamerShim
 import Dispatch

@@ -1,3 +1,4 @@
+import JPEGKit
 import CameraEmulators
 @testable import CameraKit
 import CameraWire

@@ -1,3 +1,4 @@
+import JPEGKit
 import CameraEmulators
 import CameraKit
 import Foundation

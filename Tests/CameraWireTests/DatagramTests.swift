@@ -1,3 +1,4 @@
+import JPEGKit
 import Testing
 import LiveViewCore
 @testable import CameraWire

@@ -1,3 +1,4 @@
+import JPEGKit
 import Foundation
 import Testing
 import LiveViewCore

@@ -1,3 +1,4 @@
+import JPEGKit
 import LiveViewCore
 @testable import CameraWire
 

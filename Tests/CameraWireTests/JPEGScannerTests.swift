@@ -1,3 +1,4 @@
+import JPEGKit
 import Testing
 @testable import CameraWire
 
@@ -21,6 +22,52 @@ import Testing
         #expect(info.subsampling == .yuv422)
         // The 15 bytes of padding after the EOI are not part of the JPEG.
         #expect(f[136 + 38767] == 0xFF && f[136 + 38768] == 0xD9)
+    }
+
+    /// The headers-only scan (used per frame by the RTP/JPEG branch) reads the same facts as the
+    /// full walk without the entropy-coded data, so it answers for a JPEG cut after its SOS header.
+    @Test func headersOnlyScanMatchesTheFullWalk() throws {
+        let f = Fixtures.bytes("rocc-liveview-rx100m7-singleimage.bin")
+        let jpeg = Array(f[136..<(136 + 38769)])
+        let full = try JPEGScanner.scan(jpeg)
+        let sos = try #require(jpeg.indices.dropLast().first { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xDA })
+        let sosEnd = sos + 2 + (Int(jpeg[sos + 2]) << 8 | Int(jpeg[sos + 3]))
+        let cut = Array(jpeg[..<(sosEnd + 10)])
+        let headers = try cut.withUnsafeBytes { raw throws(JPEGError) in try JPEGScanner.headers(raw) }
+        #expect(headers.length == sosEnd)
+        #expect(headers.width == full.width && headers.height == full.height && headers.subsampling == full.subsampling)
+        #expect(headers.usesStandardHuffmanTables == full.usesStandardHuffmanTables && headers.precision == 8)
+        #expect(cut.withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == full.rtpCompatibility)
+        #expect(cut.withUnsafeBytes { JPEGScanner.size(of: $0) }! == (640, 424))
+        #expect(throws: JPEGError.self) { try JPEGScanner.scan(cut) }
+        // No SOS at all: the headers are not complete.
+        #expect(Array(jpeg[..<sos]).withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == .malformed)
+    }
+
+    @Test func startOfImageAtAnIndex() {
+        let b: [UInt8] = [0x00, 0xFF, 0xD8, 0xFF]
+        #expect(JPEGScanner.hasSOI(b, at: 1))
+        #expect(!JPEGScanner.hasSOI(b, at: 0) && !JPEGScanner.hasSOI(b, at: 2))
+        #expect(!JPEGScanner.hasSOI(b, at: 3) && !JPEGScanner.hasSOI(b, at: 4) && !JPEGScanner.hasSOI(b, at: -1))
+        let slice = b[1...]
+        #expect(JPEGScanner.hasSOI(slice, at: slice.startIndex))
+    }
+
+    /// RFC 2435 verdicts from the SOF alone: size limits and precision.
+    @Test func rtpVerdictsFromTheFrameHeader() {
+        let ok = JPEGInfo(length: 100, width: 640, height: 480, sofMarker: 0xC0, subsampling: .yuv420,
+                          usesStandardHuffmanTables: true, components: 3, restartInterval: 0, samplingFactors: (0x22, 0x11, 0x11))
+        #expect(ok.rtpCompatibility == .compatible && ok.rtpJPEGType == 1)
+        var wide = ok; wide.width = 2048
+        #expect(wide.rtpCompatibility == .tooLarge)
+        var twelveBit = ok; twelveBit.precision = 12
+        #expect(twelveBit.rtpCompatibility == .notBaseline)
+        var progressive = ok; progressive.sofMarker = 0xC2
+        #expect(progressive.rtpCompatibility == .notBaseline)
+        var custom = ok; custom.usesStandardHuffmanTables = false
+        #expect(custom.rtpCompatibility == .customHuffmanTables)
+        var f444 = ok; f444.samplingFactors = (0x11, 0x11, 0x11)
+        #expect(f444.rtpCompatibility == .unsupportedSampling)
     }
 
     @Test func standardTablesRecognised() throws {

@@ -1,3 +1,4 @@
+import JPEGKit
 import CameraEmulators
 import CameraWire
 import Foundation

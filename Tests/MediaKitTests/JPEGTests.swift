@@ -1,3 +1,4 @@
+import JPEGKit
 import Foundation
 import LiveViewCore
 import MediaKit
@@ -49,14 +50,14 @@ struct JPEGTests {
         #expect(out.width == 320 && out.height == 240)
         #expect(meanLumaDifference(src, out) < 3.0)
         let header = try jpeg.withUnsafeBytes { try decoder.header(of: $0) }
-        #expect(header.subsampling == .s420)
+        #expect(header.subsampling == .yuv420)
         // Baseline 4:2:0 with the standard tables: RTP/JPEG can carry it as is.
-        #expect(jpeg.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .compatible)
+        #expect(jpeg.withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == .compatible)
         // Encoding into a Frame sets bytes and size.
         let frame = Frame(copying: [UInt8]())
         try encoder.encode(src, into: frame)
         #expect(frame.width == 320 && frame.height == 240 && frame.count > 1000)
-        #expect(JPEGInspector.size(of: frame.bytes)! == (320, 240))
+        #expect(JPEGScanner.size(of: frame.bytes)! == (320, 240))
     }
 
     @Test(.enabled(if: sharedFixture(panasonicFrame) != nil,
@@ -66,9 +67,9 @@ struct JPEGTests {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         let decoder = try JPEGDecoder()
         let header = try data.withUnsafeBytes { try decoder.header(of: $0) }
-        #expect(header.width == 640 && header.height == 480 && header.subsampling == .s422)
+        #expect(header.width == 640 && header.height == 480 && header.subsampling == .yuv422)
         // A real camera JPEG (baseline 4:2:2, standard tables) goes out on /raw unchanged.
-        #expect(data.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .compatible)
+        #expect(data.withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == .compatible)
         let pic = I420Picture(width: 16, height: 16)
         try data.withUnsafeBytes { try decoder.decode($0, into: pic) }
         #expect(pic.width == 640 && pic.height == 480)
@@ -98,8 +99,8 @@ struct JPEGTests {
         let jpeg = data[start..<(start + count)]
         #expect(jpeg.prefix(2) == Data([0xFF, 0xD8]))
         try jpeg.withUnsafeBytes { raw in
-            #expect(JPEGInspector.size(of: raw)! == (1024, 576))
-            #expect(JPEGInspector.rtpCompatibility(of: raw) == .compatible)
+            #expect(JPEGScanner.size(of: raw)! == (1024, 576))
+            #expect(JPEGScanner.rtpCompatibility(of: raw) == .compatible)
             let pic = I420Picture(width: 16, height: 16)
             try JPEGDecoder().decode(raw, into: pic)
             #expect(pic.width == 1024 && pic.height == 576)
@@ -109,7 +110,7 @@ struct JPEGTests {
     @Test func inspectorFlagsWhatRTPJPEGCannotCarry() async throws {
         // 4:4:4 with standard tables → sampling not supported; decoder still gives I420.
         if let j444 = try await ffmpegJPEG(pixFmt: "yuvj444p", huffman: "default") {
-            #expect(j444.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .unsupportedSampling)
+            #expect(j444.withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == .unsupportedSampling)
             let decoder = try JPEGDecoder()
             let pic = I420Picture(width: 16, height: 16)
             try j444.withUnsafeBytes { try decoder.decode($0, into: pic) }
@@ -119,14 +120,14 @@ struct JPEGTests {
         }
         // ffmpeg's optimal Huffman tables are custom tables.
         if let custom = try await ffmpegJPEG(pixFmt: "yuvj420p", huffman: "optimal") {
-            #expect(custom.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .customHuffmanTables)
+            #expect(custom.withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == .customHuffmanTables)
         }
         if let standard = try await ffmpegJPEG(pixFmt: "yuvj420p", huffman: "default") {
-            #expect(standard.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .compatible)
+            #expect(standard.withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == .compatible)
         }
         // ffmpeg writes "4:2:2" as luma 2×2 + chroma 1×2, which RFC 2435 does not know.
         if let odd422 = try await ffmpegJPEG(pixFmt: "yuvj422p", huffman: "default") {
-            #expect(odd422.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .unsupportedSampling)
+            #expect(odd422.withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == .unsupportedSampling)
         }
         // Progressive (SOF2) and oversize, made by patching our own baseline JPEG's SOF.
         let pic = I420Picture(width: 64, height: 48)
@@ -135,10 +136,10 @@ struct JPEGTests {
         let sof = try #require((0..<(jpeg.count - 1)).first { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xC0 })
         var progressive = jpeg
         progressive[sof + 1] = 0xC2
-        #expect(progressive.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .notBaseline)
+        #expect(progressive.withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == .notBaseline)
         jpeg[sof + 7] = 0x10  // width high byte → 4096 + 64
-        #expect(jpeg.withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .tooLarge)
-        #expect([UInt8]([0, 1, 2, 3, 4]).withUnsafeBytes { JPEGInspector.rtpCompatibility(of: $0) } == .malformed)
+        #expect(jpeg.withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == .tooLarge)
+        #expect([UInt8]([0, 1, 2, 3, 4]).withUnsafeBytes { JPEGScanner.rtpCompatibility(of: $0) } == .malformed)
     }
 
     @Test func overlayDrawsClampedOutlines() {

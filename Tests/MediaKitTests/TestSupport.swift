@@ -1,3 +1,4 @@
+import JPEGKit
 import Foundation
 import LiveViewCore
 import Logging
@@ -145,7 +146,7 @@ final class TestFeeder: @unchecked Sendable {
         var box = PixelRect(x: 8, y: 8, width: 32, height: 32)
         if let fixed = fixedJPEG {
             f.setJPEG(fixed)
-            if let size = JPEGInspector.size(of: f.bytes) { (f.width, f.height) = size }
+            if let size = JPEGScanner.size(of: f.bytes) { (f.width, f.height) = size }
         } else {
             box = try! pattern.render(frameNumber: n, into: f)
         }

@@ -1,3 +1,4 @@
+import JPEGKit
 import CameraKit
 import CameraWire
 import LiveViewCore
@@ -51,7 +52,7 @@ public final class SonyIngest {
 /// reference and given back by its destroy notify, the worker's release, the pacer's completion.
 public func swiftRawConsumer() -> FramePacer {
     FramePacer(name: "raw-swift") { frame, completion in
-        if JPEGInspector.rtpCompatibility(of: frame.bytes) == .compatible {
+        if JPEGScanner.rtpCompatibility(of: frame.bytes) == .compatible {
             frame.retain()
             let user = Unmanaged.passRetained(frame).toOpaque()
             blackHole(Int(bitPattern: user))

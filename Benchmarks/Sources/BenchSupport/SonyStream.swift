@@ -1,3 +1,4 @@
+import JPEGKit
 import CameraWire
 import LiveViewCore
 import MediaKit

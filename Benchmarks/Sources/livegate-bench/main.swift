@@ -4,6 +4,7 @@
 //   livegate-bench capacity [--mode raw|h264|both] [--seconds S] [--warmup S] [--from N] [--max N]
 //                                                                 cameras per machine at 30 fps without drops
 //   livegate-bench datasets                                       what the parse benchmarks feed
+import JPEGKit
 import BenchGst
 import BenchSupport
 import CameraEmulators

@@ -1,3 +1,4 @@
+import JPEGKit
 /// TomTom Bandit viewfinder datagrams (bandit.md §3.2, big-endian): 7-byte header
 /// {u16 sync 0x55AA, u8 type (0 frame-start, 1 frame-data), u16 packet_number, u16 payload_length},
 /// then the payload. A frame-start payload is {u32 jpg_size, float32 pts seconds}.
@@ -124,7 +125,7 @@ public struct BanditViewfinderReassembler: Sendable {
     private mutating func complete(_ emit: (WireEvent) -> Void) {
         waiting = true
         let region = buffer[0..<need]
-        guard region.count >= 2, region[0] == 0xFF, region[1] == 0xD8 else {
+        guard JPEGScanner.hasSOI(region, at: region.startIndex) else {
             return report(.noJPEGAtOffset, at: startOffset, lost: true, emit)
         }
         let info: JPEGInfo

@@ -1,3 +1,4 @@
+public import JPEGKit
 public import LiveViewCore
 
 /// One live-view frame as a wire parser delivers it.

@@ -1,3 +1,4 @@
+import JPEGKit
 /// The live-view wire formats `livegate inspect --format` accepts.
 public enum WireFormat: String, CaseIterable, Sendable {
     case sonyRemote = "sony-remote"
@@ -26,12 +27,12 @@ public enum WireFormat: String, CaseIterable, Sendable {
                 if p.count >= 7 && p.be16(p.startIndex) == BanditDatagram.sync { return .banditUDP }
                 if p.count >= 34 {
                     let js = p.startIndex + 32 + Int(p.be16(p.startIndex + 30))
-                    if js + 1 < p.endIndex && p[js] == 0xFF && p[js + 1] == 0xD8 { return .panasonicUDP }
+                    if JPEGScanner.hasSOI(p, at: js) { return .panasonicUDP }
                 }
             }
             return nil
         }
-        func soi(_ i: Int) -> Bool { i >= 0 && i + 1 < bytes.count && bytes[i] == 0xFF && bytes[i + 1] == 0xD8 }
+        func soi(_ i: Int) -> Bool { JPEGScanner.hasSOI(bytes, at: i) }
         if bytes.count >= 16 && bytes[0] == 0xFF && bytes[8] == 0x24 && bytes[9] == 0x35 && bytes[10] == 0x68
             && bytes[11] == 0x79 { return .sonyRemote }
         var i = 0

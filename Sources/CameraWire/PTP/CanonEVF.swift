@@ -1,3 +1,4 @@
+import JPEGKit
 public import LiveViewCore
 
 /// Canon EOS GetViewFinderData (0x9153) data: records `{u32 length incl. 8-byte head, u32 type, data}`
@@ -148,7 +149,7 @@ struct CanonEVFFormat: StreamContainerFormat {
             // Look for a JPEG record: {len, 1, FF D8 …}.
             guard w.count >= 10 else { return .needMore(10) }
             let len = Int(w.le32(b)), type = w.le32(b + 4)
-            guard (type == 1 || type == 11), len >= 10, len <= bufferBound, w[b + 8] == 0xFF, w[b + 9] == 0xD8 else {
+            guard (type == 1 || type == 11), len >= 10, len <= bufferBound, JPEGScanner.hasSOI(w, at: b + 8) else {
                 return .skip(1)
             }
         }
@@ -181,7 +182,7 @@ struct CanonEVFFormat: StreamContainerFormat {
         resyncing = false
         guard type == 1 || type == 11 else { return .skip(len) }
         let region = w[(b + 8)..<(b + len)]
-        guard region.count >= 2, region[b + 8] == 0xFF, region[b + 9] == 0xD8 else {
+        guard JPEGScanner.hasSOI(region, at: region.startIndex) else {
             return .damaged(len, WireIssue(offset: offset + 8, error: .noJPEGAtOffset), frameLost: true)
         }
         let info: JPEGInfo

@@ -1,3 +1,4 @@
+import JPEGKit
 /// Fujifilm live-view frames as pushed on TCP port 55742 (ptp.md §2.4): `u32 LE length` (counting
 /// itself) + 14-byte header (meaning UNCONFIRMED) + JPEG.
 public enum FujiLiveViewFrame {
@@ -23,7 +24,7 @@ struct FujiLiveViewFormat: StreamContainerFormat {
         let b = w.startIndex
         guard w.count >= 20 else { return .needMore(20) }
         let len = Int(w.le32(b))
-        guard len >= 20, w[b + 18] == 0xFF, w[b + 19] == 0xD8 else {
+        guard len >= 20, JPEGScanner.hasSOI(w, at: b + 18) else {
             if resyncing { return .skip(1) }
             resyncing = true
             return .damaged(1, WireIssue(offset: offset, error: .badMagic(

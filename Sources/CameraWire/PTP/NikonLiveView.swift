@@ -1,3 +1,4 @@
+import JPEGKit
 public import LiveViewCore
 
 /// Which Nikon live-view object a stream carries (ptp.md §2.1).
@@ -202,7 +203,7 @@ struct NikonLiveViewFormat: StreamContainerFormat {
     }
 
     @inline(__always) static func soi(_ w: ArraySlice<UInt8>, _ at: Int) -> Bool {
-        at + 1 < w.endIndex && w[at] == 0xFF && w[at + 1] == 0xD8
+        JPEGScanner.hasSOI(w, at: at)
     }
 
     mutating func step(_ w: ArraySlice<UInt8>, offset: Int, frame: inout WireFrame) -> FramingStep {

@@ -1,3 +1,4 @@
+import JPEGKit
 public import LiveViewCore
 
 /// Panasonic LUMIX live-view datagrams (panasonic.md §2.2–2.3, big-endian): 32-byte basic header
@@ -83,7 +84,7 @@ public struct PanasonicLiveViewParser: Sendable {
         guard d.count >= 34 else { return fail(.truncated(needed: 34, available: d.count), at, emit) }
         let n = Int(d.be16(b + 30))
         let js = 32 + n
-        guard js + 2 <= d.count, d[b + js] == 0xFF, d[b + js + 1] == 0xD8 else {
+        guard JPEGScanner.hasSOI(d, at: b + js) else {
             return fail(.noJPEGAtOffset, at + min(js, d.count), emit)
         }
         let info: JPEGInfo

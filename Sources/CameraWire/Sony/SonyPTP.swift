@@ -1,3 +1,4 @@
+import JPEGKit
 /// Serializer for the Sony PTP "LiveView dataset" (handle 0xFFFFC002; sony.md §4.2, little-endian):
 /// 16-byte header {JPEG offset, image size, focal-frame offset, focal-frame size}, focal-frame block
 /// at its offset, JPEG at its offset; the image size may include tail padding after the EOI.
@@ -129,7 +130,7 @@ struct SonyPTPDatasetFormat: StreamContainerFormat {
         let total = logicalEnd + shift
         guard w.count >= total else { return .needMore(total) }
         let region = w[(b + jpegStart)..<(b + jpegStart + imageSize)]
-        guard region.count >= 2, region[region.startIndex] == 0xFF, region[region.startIndex + 1] == 0xD8 else {
+        guard JPEGScanner.hasSOI(region, at: region.startIndex) else {
             if resyncing { return .skip(1) }
             return .damaged(total, WireIssue(offset: offset + jpegStart, error: .noJPEGAtOffset), frameLost: true)
         }

@@ -1,3 +1,4 @@
+import JPEGKit
 public import LiveViewCore
 
 /// One v1.0 frame-information record of the Sony Camera Remote API liveview stream

@@ -1,3 +1,4 @@
+import JPEGKit
 import LiveViewCore
 import Logging
 import Synchronization
@@ -89,7 +90,7 @@ public final class JPEGBranch: Sendable {
         }
         let pacer = FramePacer(name: "jpeg-\(id)") { frame, completion in
             counters.delivered.wrappingAdd(1, ordering: .relaxed)
-            if JPEGInspector.rtpCompatibility(of: frame.bytes) == .compatible {
+            if JPEGScanner.rtpCompatibility(of: frame.bytes) == .compatible {
                 JPEGBranch.push(frame, arrival: frame.arrivalNanos, to: sinks.current(), counters: counters)
                 frame.release()
                 completion()

@@ -112,14 +112,16 @@ public final class I420Picture: @unchecked Sendable {
         copyMetadata(from: other)
     }
 
-    func copyMetadata(from other: I420Picture) {
+    /// Takes another picture's arrival, sequence, camera PTS and AF areas.
+    public func copyMetadata(from other: I420Picture) {
         arrivalNanos = other.arrivalNanos
         sequence = other.sequence
         cameraPTS = other.cameraPTS
         afAreas = other.afAreas
     }
 
-    func copyMetadata(from frame: Frame) {
+    /// Takes a frame's arrival, sequence, camera PTS and AF areas.
+    public func copyMetadata(from frame: Frame) {
         arrivalNanos = frame.arrivalNanos
         sequence = frame.sequence
         cameraPTS = frame.cameraPTS

@@ -1,33 +1,19 @@
 internal import CTurboJPEG
 public import LiveViewCore
 
-/// Chroma subsampling of a JPEG, as libjpeg-turbo reports it.
-public enum JPEGSubsampling: String, Sendable {
-    case s444 = "4:4:4"
-    case s422 = "4:2:2"
-    case s420 = "4:2:0"
-    case gray = "gray"
-    case s440 = "4:4:0"
-    case s411 = "4:1:1"
-    case unknown
-
+extension JPEGSubsampling {
+    /// libjpeg-turbo's subsampling code.
     init(tj: Int32) {
         switch tj {
-        case Int32(TJSAMP_444.rawValue): self = .s444
-        case Int32(TJSAMP_422.rawValue): self = .s422
-        case Int32(TJSAMP_420.rawValue): self = .s420
+        case Int32(TJSAMP_444.rawValue): self = .yuv444
+        case Int32(TJSAMP_422.rawValue): self = .yuv422
+        case Int32(TJSAMP_420.rawValue): self = .yuv420
         case Int32(TJSAMP_GRAY.rawValue): self = .gray
-        case Int32(TJSAMP_440.rawValue): self = .s440
-        case Int32(TJSAMP_411.rawValue): self = .s411
-        default: self = .unknown
+        case Int32(TJSAMP_440.rawValue): self = .yuv440
+        case Int32(TJSAMP_411.rawValue): self = .yuv411
+        default: self = .other
         }
     }
-}
-
-/// A libjpeg-turbo failure.
-public struct JPEGError: Error, CustomStringConvertible, Sendable {
-    /// libjpeg-turbo's message.
-    public let description: String
 }
 
 /// Decodes JPEGs straight to planar I420 with libjpeg-turbo. 4:2:0 sources decode directly into the
@@ -41,7 +27,7 @@ public final class JPEGDecoder {
 
     /// A decoder (one libjpeg-turbo handle).
     public init() throws {
-        guard let h = tjInitDecompress() else { throw JPEGError(description: "tjInitDecompress failed") }
+        guard let h = tjInitDecompress() else { throw JPEGError.codec("tjInitDecompress failed") }
         handle = h
     }
 
@@ -65,7 +51,7 @@ public final class JPEGDecoder {
         let l = picture.layout
         let src = jpeg.baseAddress?.assumingMemoryBound(to: UInt8.self)
         let flags: Int32 = fastDCT ? Int32(TJFLAG_FASTDCT) : 0
-        if ss == .s420 {
+        if ss == .yuv420 {
             let rc = decodePlanes(src, jpeg.count, w, h, flags, (picture.y, picture.u, picture.v),
                                   (l.yStride, l.chromaStride, l.chromaStride))
             guard rc == 0 else { throw error("decode") }
@@ -81,7 +67,7 @@ public final class JPEGDecoder {
         // Other subsamplings: luma straight into the picture, chroma into scratch, then resample.
         let tjss = Int32(subsamplingCode(ss))
         let cw = Int(tjPlaneWidth(1, Int32(w), tjss)), ch = Int(tjPlaneHeight(1, Int32(h), tjss))
-        guard cw > 0, ch > 0 else { throw JPEGError(description: "unsupported subsampling \(ss.rawValue)") }
+        guard cw > 0, ch > 0 else { throw JPEGError.codec("unsupported subsampling \(ss.rawValue)") }
         let need = cw * ch * 2
         if scratch.count < need {
             scratch.deallocate()
@@ -145,18 +131,18 @@ public final class JPEGDecoder {
 
     private func subsamplingCode(_ s: JPEGSubsampling) -> UInt32 {
         switch s {
-        case .s444: return TJSAMP_444.rawValue
-        case .s422: return TJSAMP_422.rawValue
-        case .s420: return TJSAMP_420.rawValue
+        case .yuv444: return TJSAMP_444.rawValue
+        case .yuv422: return TJSAMP_422.rawValue
+        case .yuv420: return TJSAMP_420.rawValue
         case .gray: return TJSAMP_GRAY.rawValue
-        case .s440: return TJSAMP_440.rawValue
-        case .s411: return TJSAMP_411.rawValue
-        case .unknown: return UInt32.max
+        case .yuv440: return TJSAMP_440.rawValue
+        case .yuv411: return TJSAMP_411.rawValue
+        case .other: return UInt32.max
         }
     }
 
     private func error(_ what: String) -> JPEGError {
-        JPEGError(description: "turbojpeg \(what): " + String(cString: tjGetErrorStr2(handle)))
+        JPEGError.codec("turbojpeg \(what): " + String(cString: tjGetErrorStr2(handle)))
     }
 }
 
@@ -172,7 +158,7 @@ public final class JPEGEncoder {
 
     /// An encoder (one libjpeg-turbo handle) at the given quality.
     public init(quality: Int = 85) throws {
-        guard let h = tjInitCompress() else { throw JPEGError(description: "tjInitCompress failed") }
+        guard let h = tjInitCompress() else { throw JPEGError.codec("tjInitCompress failed") }
         handle = h
         self.quality = quality
     }
@@ -191,7 +177,7 @@ public final class JPEGEncoder {
         if need > outCapacity {
             if let out { tjFree(out) }
             out = tjAlloc(Int32(need))
-            guard out != nil else { outCapacity = 0; throw JPEGError(description: "tjAlloc failed") }
+            guard out != nil else { outCapacity = 0; throw JPEGError.codec("tjAlloc failed") }
             outCapacity = need
         }
         var size = UInt(outCapacity)
@@ -205,7 +191,7 @@ public final class JPEGEncoder {
             }
         }
         guard rc == 0 else {
-            throw JPEGError(description: "turbojpeg encode: " + String(cString: tjGetErrorStr2(handle)))
+            throw JPEGError.codec("turbojpeg encode: " + String(cString: tjGetErrorStr2(handle)))
         }
         outCount = Int(size)
         return UnsafeRawBufferPointer(start: out, count: outCount)

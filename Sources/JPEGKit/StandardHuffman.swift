@@ -1,6 +1,6 @@
 /// The example Huffman tables of ITU-T T.81 Annex K.3 ("standard tables"), the only ones
 /// RFC 2435 RTP/JPEG receivers know. Table index: class (0 DC, 1 AC) × 2 + destination id (0, 1).
-enum StandardHuffman {
+public enum StandardHuffman {
     static let bits: [[UInt8]] = [
         [0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0],          // DC luminance
         [0, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0],          // DC chrominance
@@ -58,15 +58,14 @@ enum StandardHuffman {
     }
 
     /// One DHT segment (FF C4 …) holding all four standard tables.
-    static func segment() -> [UInt8] {
+    public static func segment() -> [UInt8] {
         var body: [UInt8] = []
         for (idx, tcth) in [(0, 0x00), (1, 0x01), (2, 0x10), (3, 0x11)] as [(Int, UInt8)] {
             body.append(tcth)
             body += bits[idx]
             body += values[idx]
         }
-        var out: [UInt8] = [0xFF, 0xC4]
-        out.putBE16(UInt16(body.count + 2))
-        return out + body
+        let length = body.count + 2
+        return [0xFF, 0xC4, UInt8(length >> 8), UInt8(length & 0xFF)] + body
     }
 }

@@ -12,6 +12,8 @@ public enum JPEGError: Error, Sendable, Hashable, CustomStringConvertible {
     case noSOF
     /// A malformed SOFn header.
     case badSOF(offset: Int)
+    /// libjpeg-turbo refused to decode or encode (its message).
+    case codec(String)
 
     public var description: String {
         switch self {
@@ -21,6 +23,7 @@ public enum JPEGError: Error, Sendable, Hashable, CustomStringConvertible {
         case .badSegmentLength(let o): return "JPEG: bad segment length at +\(o)"
         case .noSOF: return "JPEG: EOI without an SOFn header and scan"
         case .badSOF(let o): return "JPEG: malformed SOF header at +\(o)"
+        case .codec(let m): return m
         }
     }
 }
@@ -30,14 +33,36 @@ public enum JPEGError: Error, Sendable, Hashable, CustomStringConvertible {
     return String([d[Int(b >> 4)], d[Int(b & 15)]])
 }
 
-/// Chroma subsampling of a JPEG, from the sampling factors in its SOF header.
+/// Chroma subsampling of a JPEG. The scanner tells 4:2:0 and 4:2:2 from the SOF's sampling
+/// factors (all RTP/JPEG cares about) and calls the rest `other`; libjpeg-turbo's header read
+/// (`JPEGDecoder.header`) names the others too.
 public enum JPEGSubsampling: String, Sendable, Hashable {
     /// Chroma halved in both directions (e.g. Y 2×2, Cb/Cr 1×1 — RFC 2435 type 1).
     case yuv420 = "4:2:0"
     /// Chroma halved horizontally only (e.g. Y 2×1, Cb/Cr 1×1 — RFC 2435 type 0; or Y 2×2, Cb/Cr 1×2).
     case yuv422 = "4:2:2"
-    /// Anything else (grayscale, 4:4:4, odd factors, CMYK…).
+    /// Full-resolution chroma.
+    case yuv444 = "4:4:4"
+    /// Chroma halved vertically only.
+    case yuv440 = "4:4:0"
+    /// Chroma quartered horizontally.
+    case yuv411 = "4:1:1"
+    /// One component.
+    case gray = "gray"
+    /// Anything else (odd factors, CMYK…), or not determined.
     case other
+}
+
+/// What an RTP/JPEG (RFC 2435) payloader can carry as is. RFC 2435 knows only baseline sequential
+/// JPEGs with three components in 4:2:2 or 4:2:0 (luma 2×1 or 2×2, chroma 1×1), the standard
+/// Huffman tables of ITU-T T.81 Annex K, and sizes up to 2040 pixels (8-pixel units in one byte).
+public enum RTPJPEGCompatibility: Equatable, Sendable {
+    case compatible
+    case notBaseline
+    case unsupportedSampling
+    case customHuffmanTables
+    case tooLarge
+    case malformed
 }
 
 /// What a walk from SOI to EOI learned about one JPEG.
@@ -46,15 +71,18 @@ public struct JPEGInfo: Sendable, Hashable {
         a.length == b.length && a.width == b.width && a.height == b.height && a.sofMarker == b.sofMarker
             && a.subsampling == b.subsampling && a.usesStandardHuffmanTables == b.usesStandardHuffmanTables
             && a.components == b.components && a.restartInterval == b.restartInterval
-            && a.samplingFactors == b.samplingFactors
+            && a.samplingFactors == b.samplingFactors && a.precision == b.precision
     }
 
     public func hash(into h: inout Hasher) {
         h.combine(length); h.combine(width); h.combine(height); h.combine(sofMarker)
     }
 
-    /// Bytes from `FF D8` through the `FF D9` that ends the image, inclusive.
+    /// Bytes from `FF D8` through the `FF D9` that ends the image, inclusive (for a headers-only
+    /// scan: through the end of the first SOS header).
     public var length: Int
+    /// Bits per sample from the SOF (8 for baseline).
+    public var precision: Int
     /// Width and height from the first SOFn.
     public var width: Int
     public var height: Int
@@ -88,14 +116,22 @@ public struct JPEGInfo: Sendable, Hashable {
 
     /// True when RFC 2435 RTP/JPEG can carry this image without in-band tables beyond
     /// quantization: baseline, 3 components, 4:2:0 or 4:2:2, standard Huffman tables.
-    public var isRTPJPEGCompatible: Bool {
-        isBaseline && rtpJPEGType != nil && usesStandardHuffmanTables
+    public var isRTPJPEGCompatible: Bool { rtpCompatibility == .compatible }
+
+    /// Whether RFC 2435 can carry this image unchanged, and if not, why.
+    public var rtpCompatibility: RTPJPEGCompatibility {
+        guard isBaseline, precision == 8 else { return .notBaseline }
+        guard width > 0, height > 0, width <= 2040, height <= 2040 else { return .tooLarge }
+        guard rtpJPEGType != nil else { return .unsupportedSampling }
+        guard usesStandardHuffmanTables else { return .customHuffmanTables }
+        return .compatible
     }
 
     public init(length: Int, width: Int, height: Int, sofMarker: UInt8, subsampling: JPEGSubsampling,
                 usesStandardHuffmanTables: Bool, components: Int, restartInterval: Int,
-                samplingFactors: (y: UInt8, cb: UInt8, cr: UInt8) = (0, 0, 0)) {
+                samplingFactors: (y: UInt8, cb: UInt8, cr: UInt8) = (0, 0, 0), precision: Int = 8) {
         self.samplingFactors = samplingFactors
+        self.precision = precision
         self.length = length
         self.width = width
         self.height = height
@@ -124,12 +160,44 @@ public enum JPEGScanner {
         try scan(bytes[...])
     }
 
+    /// Same as `scan(_:)` for raw memory (a frame's bytes).
+    public static func scan(_ bytes: UnsafeRawBufferPointer) throws(JPEGError) -> JPEGInfo {
+        try walk(bytes.assumingMemoryBound(to: UInt8.self)).get()
+    }
+
+    /// Only the header segments, up to and including the first SOS header: size, SOF, sampling,
+    /// Huffman tables and restart interval without walking the entropy-coded data. `length` is
+    /// then the end of that SOS header.
+    public static func headers(_ bytes: UnsafeRawBufferPointer) throws(JPEGError) -> JPEGInfo {
+        try walk(bytes.assumingMemoryBound(to: UInt8.self), headersOnly: true).get()
+    }
+
+    /// True when `bytes` holds a JPEG start-of-image marker (`FF D8`) at `index`.
+    @inlinable
+    public static func hasSOI<C: RandomAccessCollection>(_ bytes: C, at index: C.Index) -> Bool where C.Element == UInt8 {
+        guard index >= bytes.startIndex, index < bytes.endIndex else { return false }
+        let next = bytes.index(after: index)
+        return next < bytes.endIndex && bytes[index] == 0xFF && bytes[next] == 0xD8
+    }
+
     /// Only the length (SOI through EOI), or nil when the bytes are not a walkable JPEG.
     public static func length(_ bytes: ArraySlice<UInt8>) -> Int? {
         try? scan(bytes).length
     }
 
-    static func walk(_ p: UnsafeBufferPointer<UInt8>) -> Result<JPEGInfo, JPEGError> {
+    /// Width and height from the SOF, or nil when the headers cannot be read.
+    public static func size(of bytes: UnsafeRawBufferPointer) -> (width: Int, height: Int)? {
+        guard let info = try? headers(bytes) else { return nil }
+        return (info.width, info.height)
+    }
+
+    /// Whether RFC 2435 can carry this JPEG unchanged (reads the headers only).
+    public static func rtpCompatibility(of bytes: UnsafeRawBufferPointer) -> RTPJPEGCompatibility {
+        guard let info = try? headers(bytes) else { return .malformed }
+        return info.rtpCompatibility
+    }
+
+    static func walk(_ p: UnsafeBufferPointer<UInt8>, headersOnly: Bool = false) -> Result<JPEGInfo, JPEGError> {
         let n = p.count
         guard n >= 2 else { return .failure(n == 0 || p[0] == 0xFF ? .truncated(offset: n) : .noSOI) }
         guard p[0] == 0xFF, p[1] == 0xD8 else { return .failure(.noSOI) }
@@ -140,6 +208,7 @@ public enum JPEGScanner {
         var standard = true
         var sawScan = false
         var dri = 0
+        var precision = 8
         var factors: (UInt8, UInt8, UInt8) = (0, 0, 0)
         while true {
             guard i < n else { return .failure(.truncated(offset: i)) }
@@ -156,7 +225,7 @@ public enum JPEGScanner {
                 return .success(JPEGInfo(length: segStart, width: width, height: height, sofMarker: sof,
                                          subsampling: sub, usesStandardHuffmanTables: standard,
                                          components: comps, restartInterval: dri,
-                                         samplingFactors: factors))
+                                         samplingFactors: factors, precision: precision))
             case 0x00, 0xD8:
                 return .failure(.badMarker(offset: j, marker: m))
             case 0x01, 0xD0...0xD7:
@@ -180,6 +249,7 @@ public enum JPEGScanner {
                     height = Int(p[body + 1]) << 8 | Int(p[body + 2])
                     width = Int(p[body + 3]) << 8 | Int(p[body + 4])
                     comps = nf
+                    precision = Int(p[body])
                     sof = m
                     if nf == 3 {
                         let y = p[body + 7], cb = p[body + 10], cr = p[body + 13]
@@ -201,6 +271,12 @@ public enum JPEGScanner {
             if m == 0xDA {
                 guard sof != 0 else { return .failure(.noSOF) }
                 sawScan = true
+                if headersOnly {
+                    return .success(JPEGInfo(length: end, width: width, height: height, sofMarker: sof,
+                                             subsampling: sub, usesStandardHuffmanTables: standard,
+                                             components: comps, restartInterval: dri,
+                                             samplingFactors: factors, precision: precision))
+                }
                 // Entropy-coded data up to the next marker that is not stuffing or RSTn.
                 var k = i
                 while true {
