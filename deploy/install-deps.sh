@@ -14,10 +14,12 @@ packages=(
     gstreamer1.0-plugins-bad
     gstreamer1.0-plugins-ugly
     gstreamer1.0-libav
+    gstreamer1.0-nice
     gstreamer1.0-rtsp
     gstreamer1.0-tools
     libturbojpeg0-dev
     ffmpeg
+    curl
     python3
 )
 

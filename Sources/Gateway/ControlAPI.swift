@@ -5,6 +5,7 @@ import LiveViewCore
 public import MediaKit
 import Logging
 import NIOCore
+import HTTPTypes
 
 /// What the control API needs from the gateway (the real `Gateway`, or a test double).
 public protocol ControlModel: Sendable {
@@ -20,6 +21,12 @@ public protocol ControlModel: Sendable {
     func hlsRequest(camera: String, playlist: Bool) async -> HLSOutput.Readiness
     /// What runs for a camera: its media-graph branches ("jpeg", "picture", "encoder", "hls") and "slate".
     func branches(camera: String) -> [String: Bool]
+    /// A new viewer of a camera's JPEGs as they came (MJPEG), nil when the camera has no media graph.
+    func mjpegSubscribe(camera: String) -> JPEGSubscription?
+}
+
+extension ControlModel {
+    public func mjpegSubscribe(camera: String) -> JPEGSubscription? { nil }
 }
 
 /// The HTTP JSON control API (Hummingbird): cameras, properties, touch-AF, metrics and HLS files.
@@ -93,7 +100,63 @@ public enum ControlAPI {
         router.get("/hls/:id/:file") { _, context in
             try await hlsFile(context, model: model)
         }
+        router.get("/mjpeg/:id") { _, context in
+            try mjpegStream(context, model: model)
+        }
+        router.get("/snapshot/:file") { _, context in
+            try snapshot(context, model: model)
+        }
         return router
+    }
+
+    /// The part boundary of `/mjpeg/{camera}`.
+    static let mjpegBoundary = "livegate-mjpeg-frame"
+
+    /// `multipart/x-mixed-replace`: every part one JPEG exactly as the camera sent it (or the offline
+    /// slate while the camera is away), the newest one each time the client is ready for the next.
+    static func mjpegStream(_ context: BasicRequestContext, model: any ControlModel) throws -> Response {
+        let cam = try camera(context, model)
+        guard let sub = model.mjpegSubscribe(camera: cam.id) else {
+            throw APIError(.serviceUnavailable, "\(cam.id) has no media outputs (started with --no-outputs?)")
+        }
+        var headers: HTTPFields = [.contentType: "multipart/x-mixed-replace; boundary=\(mjpegBoundary)",
+                                   .accessControlAllowOrigin: "*"]
+        headers[.cacheControl] = "no-cache, no-store"
+        let body = ResponseBody { writer in
+            defer { sub.cancel() }
+            while let frame = await sub.next() {
+                var part = ByteBuffer()
+                part.reserveCapacity(frame.count + 128)
+                part.writeString("--\(mjpegBoundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(frame.count)\r\n\r\n")
+                part.writeBytes(frame.bytes)
+                frame.release()
+                part.writeString("\r\n")
+                try await writer.write(part)
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
+    /// `GET /snapshot/{camera}.jpg`: the newest frame the camera sent (or the slate it shows).
+    static func snapshot(_ context: BasicRequestContext, model: any ControlModel) throws -> Response {
+        let file = context.parameters.get("file") ?? ""
+        guard file.hasSuffix(".jpg"), file.count > 4 else {
+            throw APIError(.notFound, "snapshots are /snapshot/{camera}.jpg")
+        }
+        let id = String(file.dropLast(4))
+        guard let cam = model.cameras.first(where: { $0.id == id }) else {
+            throw APIError(.notFound, "no camera '\(id.prefix(64))'; cameras: \(model.cameras.map(\.id).joined(separator: ", "))")
+        }
+        guard let frame = cam.hub.latest() else {
+            throw APIError(.serviceUnavailable, "no frame yet from \(cam.id)", extra: ["state": "\(cam.driver.state)"])
+        }
+        defer { frame.release() }
+        let age = frame.arrivalNanos > 0 ? (MonotonicClock.nanos() &- frame.arrivalNanos) / 1_000_000 : 0
+        var headers: HTTPFields = [.contentType: "image/jpeg", .accessControlAllowOrigin: "*"]
+        headers[.cacheControl] = "no-cache, no-store"
+        if let name = HTTPField.Name("X-Frame-Age-Ms") { headers[name] = "\(age)" }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: frame.bytes)))
     }
 
     // MARK: Helpers

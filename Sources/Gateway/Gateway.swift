@@ -93,6 +93,8 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
             "rtspRaw": "rtsp://\(displayHost):\(rtspPort)/\(camera.id)/raw",
         ]
         if options.hls { u["hls"] = "http://\(displayHost):\(options.httpPort)/hls/\(camera.id)/index.m3u8" }
+        u["mjpeg"] = "http://\(displayHost):\(options.httpPort)/mjpeg/\(camera.id)"
+        u["snapshot"] = "http://\(displayHost):\(options.httpPort)/snapshot/\(camera.id).jpg"
         if let d = options.v4l2Device, camera.index == 0 { u["v4l2"] = d }
         if let r = options.recordDirectory { u["recording"] = r }
         return u
@@ -105,6 +107,9 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
 
     /// What runs for a camera right now: its media-graph branches and whether it shows the slate.
     public func branches(camera: String) -> [String: Bool] { outputs.branches(camera: camera) }
+
+    /// A new MJPEG viewer of a camera's JPEG branch.
+    public func mjpegSubscribe(camera: String) -> JPEGSubscription? { outputs.graph(camera)?.jpeg.subscribe() }
 
     /// The RTSP port in use (the bound one when the option was 0).
     public var rtspPort: Int { outputs.rtspPort ?? options.rtspPort }

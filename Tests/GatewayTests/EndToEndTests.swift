@@ -116,25 +116,8 @@ import Testing
 
     @Test(.enabled(if: livegateBinary() != nil, "needs the livegate binary built by swift build"))
     func cliSetAndGetGoThroughTheAPI() async throws {
-        let group = MultiThreadedEventLoopGroup.singleton
-        let emulator = SonyEmulator(port: 0, fps: 10, source: try TestPatternSource(width: 320, height: 240), group: group)
-        let port = try await emulator.start()
-        var options = GatewayOptions()
-        options.cameras = [try CameraSpec.parse("sony://127.0.0.1:\(port)", index: 0)]
-        options.rtspPort = 0
-        options.hls = false
-        var logger = Logger(label: "cli")
-        logger.logLevel = .warning
-        let gateway = Gateway(options: options, logger: logger)
-        try await gateway.start()
-        let bound = Locked(0)
-        let app = Application(router: ControlAPI.buildRouter(model: gateway),
-                              configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { ch in bound.withLock { $0 = ch.localAddress?.port ?? 0 } },
-                              logger: logger)
-        let server = Task { try await app.runService() }
-        for _ in 0..<100 where bound.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(20)) }
-        let api = "http://127.0.0.1:\(bound.withLock { $0 })"
+        let (emulator, gateway) = try await startSonyGateway(fps: 10, label: "cli")
+        let (server, api) = try await startAPIServer(gateway)
         let bin = livegateBinary()!
 
         let ok = try runProcess(bin, ["set", "cam0", "whiteBalance", "tungsten", "--api", api], timeout: 30)

@@ -1,4 +1,10 @@
+import CameraEmulators
 import Foundation
+import Gateway
+import Hummingbird
+import Logging
+import NIOPosix
+import Synchronization
 import Testing
 
 /// Runs a program with a deadline; returns exit status and output (stdout + stderr).
@@ -56,4 +62,39 @@ func temporaryDirectory(_ prefix: String) throws -> URL {
     let d = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
     return d
+}
+
+/// A gateway on one Sony emulator (320×240 test pattern), RTSP on a free port, HLS off unless
+/// `configure` turns it on.
+func startSonyGateway(fps: Double, label: String,
+                      _ configure: (inout GatewayOptions) -> Void = { _ in }) async throws -> (SonyEmulator, Gateway) {
+    let emulator = SonyEmulator(port: 0, fps: fps, source: try TestPatternSource(width: 320, height: 240),
+                                group: MultiThreadedEventLoopGroup.singleton)
+    let port = try await emulator.start()
+    var options = GatewayOptions()
+    options.cameras = [try CameraSpec.parse("sony://127.0.0.1:\(port)", index: 0)]
+    options.rtspPort = 0
+    options.hls = false
+    configure(&options)
+    var logger = Logger(label: label)
+    logger.logLevel = .warning
+    let gateway = Gateway(options: options, logger: logger)
+    try await gateway.start()
+    return (emulator, gateway)
+}
+
+/// The control API of `model` served on a free loopback port; returns the server task and base URL.
+func startAPIServer(_ model: any ControlModel) async throws -> (Task<Void, any Error>, String) {
+    var logger = Logger(label: "api")
+    logger.logLevel = .warning
+    let bound = Mutex(0)
+    let app = Application(router: ControlAPI.buildRouter(model: model),
+                          configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                          onServerRunning: { ch in bound.withLock { $0 = ch.localAddress?.port ?? 0 } },
+                          logger: logger)
+    let server = Task { try await app.runService() }
+    for _ in 0..<250 where bound.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(20)) }
+    let port = bound.withLock { $0 }
+    guard port != 0 else { throw CancellationError() }
+    return (server, "http://127.0.0.1:\(port)")
 }

@@ -122,7 +122,7 @@ public final class CameraGraph: Sendable {
 
     /// Counters of the graph's branches.
     public func stats() -> [OutputStats] {
-        [jpeg.outputStats(), pictures.stats(camera: configuration.id), encoded.outputStats()]
+        [jpeg.outputStats(), jpeg.viewerStats(), pictures.stats(camera: configuration.id), encoded.outputStats()]
     }
 
     private func tick() {

@@ -14,6 +14,8 @@ public final class JPEGBranch: Sendable {
     private let hub: FrameHub
     private let logger: Logger
     private let sinks = SinkList()
+    private let viewers = ViewerList()
+    private let viewerTotals = Mutex((delivered: 0, skipped: 0))
     private let running = Mutex<(pacer: FramePacer, worker: FrameWorker)?>(nil)
     private let reencodeQuality: Int
     let counters = Counters()
@@ -43,6 +45,31 @@ public final class JPEGBranch: Sendable {
         gate.acquire()
     }
 
+    /// A viewer of the camera's JPEGs exactly as they came (MJPEG over HTTP; also the ones RTP/JPEG
+    /// cannot carry, and the offline slate while the camera is away). Starts the branch when it is
+    /// the first consumer; `cancel()` it when the viewer leaves.
+    public func subscribe() -> JPEGSubscription {
+        let sub = JPEGSubscription { [weak self] s in self?.unsubscribe(s) }
+        viewers.list.withLock { $0.append(sub) }
+        gate.acquire()
+        return sub
+    }
+
+    private func unsubscribe(_ s: JPEGSubscription) {
+        let removed = viewers.list.withLock { v -> Bool in
+            guard let i = v.firstIndex(where: { $0 === s }) else { return false }
+            v.remove(at: i)
+            return true
+        }
+        guard removed else { return }
+        let c = s.counts
+        viewerTotals.withLock { $0.delivered += c.delivered; $0.skipped += c.skipped }
+        gate.release()
+    }
+
+    /// Number of MJPEG viewers.
+    public var viewerCount: Int { viewers.list.withLock { $0.count } }
+
     /// Removes the appsrcs of `owner`.
     func remove(owner: UInt) {
         for _ in 0..<sinks.remove(owner: owner) { gate.release() }
@@ -52,17 +79,19 @@ public final class JPEGBranch: Sendable {
     func shutdown() {
         gate.shutdown()
         sinks.removeAll()
+        for v in viewers.list.withLock({ $0 }) { v.cancel() }
     }
 
     /// True while the branch takes frames from the hub.
     public var isRunning: Bool { gate.isRunning }
-    /// Number of consumers.
-    public var consumerCount: Int { sinks.count }
+    /// Number of consumers (RTSP appsrcs and MJPEG viewers).
+    public var consumerCount: Int { sinks.count + viewerCount }
     /// The consumers' appsrcs (for the no-media watchdog).
     var sources: [AppSource] { sinks.current() }
 
     private func start() {
         let sinks = self.sinks
+        let viewers = self.viewers
         let counters = self.counters
         let id = self.id
         let log = logger
@@ -90,7 +119,12 @@ public final class JPEGBranch: Sendable {
         }
         let pacer = FramePacer(name: "jpeg-\(id)") { frame, completion in
             counters.delivered.wrappingAdd(1, ordering: .relaxed)
-            if JPEGScanner.rtpCompatibility(of: frame.bytes) == .compatible {
+            // MJPEG viewers take every frame as it came (iterated under the lock: no array per frame).
+            viewers.list.withLock { for v in $0 { v.deliver(frame) } }
+            if sinks.count == 0 {
+                frame.release()
+                completion()
+            } else if JPEGScanner.rtpCompatibility(of: frame.bytes) == .compatible {
                 JPEGBranch.push(frame, arrival: frame.arrivalNanos, to: sinks.current(), counters: counters)
                 frame.release()
                 completion()
@@ -133,4 +167,20 @@ public final class JPEGBranch: Sendable {
         r.clients = sinks.count
         return r
     }
+
+    /// The MJPEG viewers' counters ("mjpeg"): frames handed out and frames skipped by slow viewers.
+    public func viewerStats() -> OutputStats {
+        var r = OutputStats(output: "mjpeg", camera: id)
+        let live = viewers.list.withLock { $0.map(\.counts) }
+        let done = viewerTotals.withLock { $0 }
+        r.framesOut = done.delivered + live.reduce(0) { $0 + $1.delivered }
+        r.dropped = done.skipped + live.reduce(0) { $0 + $1.skipped }
+        r.clients = live.count
+        return r
+    }
+}
+
+/// The MJPEG viewers of a JPEG branch (shared with its pacer's closure).
+final class ViewerList: Sendable {
+    let list = Mutex<[JPEGSubscription]>([])
 }
