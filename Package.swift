@@ -30,7 +30,7 @@ let package = Package(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(
-            name: "CGStreamer", pkgConfig: "gstreamer-rtsp-server-1.0 gstreamer-app-1.0 gstreamer-video-1.0",
+            name: "CGStreamer", pkgConfig: "gstreamer-rtsp-server-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0",
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstrtspserver-1.0-dev"])]),
         .target(name: "CGStreamerShim", dependencies: ["CGStreamer"]),
         .target(name: "LiveViewCore", swiftSettings: strict),

@@ -21,6 +21,7 @@ packages=(
     ffmpeg
     curl
     python3
+    python3-pip
 )
 
 missing=()
@@ -30,18 +31,24 @@ for p in "${packages[@]}"; do
     fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-    exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+        sudo=()
+    else
+        sudo=(sudo)
+    fi
+    echo "install-deps: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq >/dev/null
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    echo "install-deps: done" >&2
 fi
 
-if [ "$(id -u)" -eq 0 ]; then
-    sudo=()
-else
-    sudo=(sudo)
+# The test suite's PyPI packages (pinned in requirements-test.txt): only when one is missing.
+# Debian's own python3 refuses pip installs into the system (PEP 668) unless told.
+requirements="$(dirname "$0")/../requirements-test.txt"
+if ! python3 -c "import aiortc" 2>/dev/null; then
+    echo "install-deps: pip install -r requirements-test.txt" >&2
+    python3 -m pip install -q -r "$requirements" 2>/dev/null \
+        || python3 -m pip install -q --break-system-packages -r "$requirements"
 fi
-
-echo "install-deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq >/dev/null
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done" >&2

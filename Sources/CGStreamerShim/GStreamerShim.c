@@ -282,6 +282,127 @@ guint lg_rtsp_server_client_count(GstRTSPServer *server) {
     return n;
 }
 
+/* Waits for a webrtcbin promise; returns its reply (owned by the promise) or NULL, with *error set
+   from the reply's "error" field when there is one. */
+static const GstStructure *lg_promise_reply(GstPromise *p, char **error) {
+    GstPromiseResult r = gst_promise_wait(p);
+    const GstStructure *reply = r == GST_PROMISE_RESULT_REPLIED ? gst_promise_get_reply(p) : NULL;
+    if (reply && gst_structure_has_field(reply, "error")) {
+        GError *e = NULL;
+        gst_structure_get(reply, "error", G_TYPE_ERROR, &e, NULL);
+        *error = g_strdup(e ? e->message : "webrtcbin refused the description");
+        if (e) g_error_free(e);
+        return NULL;
+    }
+    return reply;
+}
+
+char *lg_webrtc_answer(GstElement *webrtc, const char *offer, guint gather_timeout_ms, char **error) {
+    *error = NULL;
+    GstSDPMessage *sdp = NULL;
+    if (gst_sdp_message_new_from_text(offer, &sdp) != GST_SDP_OK || gst_sdp_message_medias_len(sdp) == 0) {
+        if (sdp) gst_sdp_message_free(sdp);
+        *error = g_strdup("the offer is not an SDP with media");
+        return NULL;
+    }
+    GstWebRTCSessionDescription *remote = gst_webrtc_session_description_new(GST_WEBRTC_SDP_TYPE_OFFER, sdp);
+    GstPromise *p = gst_promise_new();
+    g_signal_emit_by_name(webrtc, "set-remote-description", remote, p);
+    lg_promise_reply(p, error);
+    gst_promise_unref(p);
+    gst_webrtc_session_description_free(remote);
+    if (*error) return NULL;
+
+    p = gst_promise_new();
+    g_signal_emit_by_name(webrtc, "create-answer", NULL, p);
+    const GstStructure *reply = lg_promise_reply(p, error);
+    GstWebRTCSessionDescription *answer = NULL;
+    if (reply) gst_structure_get(reply, "answer", GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &answer, NULL);
+    gst_promise_unref(p);
+    if (!answer) {
+        if (!*error) *error = g_strdup("webrtcbin made no answer");
+        return NULL;
+    }
+    p = gst_promise_new();
+    g_signal_emit_by_name(webrtc, "set-local-description", answer, p);
+    lg_promise_reply(p, error);
+    gst_promise_unref(p);
+    gst_webrtc_session_description_free(answer);
+    if (*error) return NULL;
+
+    /* Non-trickle: the answer carries every candidate, so wait for gathering (0.2-0.4 s on loopback). */
+    gint64 end = g_get_monotonic_time() + (gint64)gather_timeout_ms * 1000;
+    for (;;) {
+        GstWebRTCICEGatheringState state = GST_WEBRTC_ICE_GATHERING_STATE_NEW;
+        g_object_get(webrtc, "ice-gathering-state", &state, NULL);
+        if (state == GST_WEBRTC_ICE_GATHERING_STATE_COMPLETE || g_get_monotonic_time() >= end) break;
+        g_usleep(10 * 1000);
+    }
+    GstWebRTCSessionDescription *local = NULL;
+    g_object_get(webrtc, "local-description", &local, NULL);
+    if (!local) {
+        *error = g_strdup("webrtcbin has no local description");
+        return NULL;
+    }
+    char *text = gst_sdp_message_as_text(local->sdp);
+    gst_webrtc_session_description_free(local);
+    return text;
+}
+
+gboolean lg_webrtc_add_local_address(GstElement *webrtc, const char *address) {
+    GObject *ice = NULL;
+    g_object_get(webrtc, "ice-agent", &ice, NULL);
+    if (!ice) return FALSE;
+    gboolean ok = FALSE;
+    if (g_signal_lookup("add-local-ip-address", G_OBJECT_TYPE(ice)) != 0)
+        g_signal_emit_by_name(ice, "add-local-ip-address", address, &ok);
+    g_object_unref(ice);
+    return ok;
+}
+
+static void lg_on_ssrc_active(GstElement *rtpbin, guint session, guint ssrc, gpointer data) {
+    (void)rtpbin; (void)session; (void)ssrc;
+    __atomic_store_n((gint64 *)data, g_get_monotonic_time(), __ATOMIC_RELAXED);
+}
+
+static GstElement *lg_find_rtpbin(GstElement *webrtc) {
+    GstElement *found = gst_bin_get_by_name(GST_BIN(webrtc), "rtpbin");
+    if (found) return found;
+    GstIterator *it = gst_bin_iterate_elements(GST_BIN(webrtc));
+    GValue item = G_VALUE_INIT;
+    while (!found && gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
+        GstElement *e = g_value_get_object(&item);
+        GstElementFactory *f = gst_element_get_factory(e);
+        if (f && g_strcmp0(GST_OBJECT_NAME(f), "rtpbin") == 0) found = gst_object_ref(e);
+        g_value_reset(&item);
+    }
+    g_value_unset(&item);
+    gst_iterator_free(it);
+    return found;
+}
+
+gboolean lg_webrtc_watch_peer_rtcp(GstElement *webrtc) {
+    GstElement *rtpbin = lg_find_rtpbin(webrtc);
+    if (!rtpbin) return FALSE;
+    gint64 *last = g_new0(gint64, 1);
+    /* Freed with webrtcbin, after its children (rtpbin and this handler) are gone. */
+    g_object_set_data_full(G_OBJECT(webrtc), "livegate-peer-rtcp", last, g_free);
+    g_signal_connect(rtpbin, "on-ssrc-active", G_CALLBACK(lg_on_ssrc_active), last);
+    gst_object_unref(rtpbin);
+    return TRUE;
+}
+
+gint64 lg_webrtc_last_peer_rtcp(GstElement *webrtc) {
+    gint64 *last = g_object_get_data(G_OBJECT(webrtc), "livegate-peer-rtcp");
+    return last ? __atomic_load_n(last, __ATOMIC_RELAXED) : 0;
+}
+
+gint lg_webrtc_connection_state(GstElement *webrtc) {
+    GstWebRTCPeerConnectionState state = GST_WEBRTC_PEER_CONNECTION_STATE_NEW;
+    g_object_get(webrtc, "connection-state", &state, NULL);
+    return (gint)state;
+}
+
 typedef struct {
     lg_play_callback callback;
     gpointer user;

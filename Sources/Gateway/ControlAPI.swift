@@ -23,10 +23,18 @@ public protocol ControlModel: Sendable {
     func branches(camera: String) -> [String: Bool]
     /// A new viewer of a camera's JPEGs as they came (MJPEG), nil when the camera has no media graph.
     func mjpegSubscribe(camera: String) -> JPEGSubscription?
+    /// A WebRTC viewer's SDP offer for a camera (WHEP): the answer and the session id.
+    func whepOffer(camera: String, sdp: String) async throws(WHEPOutput.Failure) -> WHEPOutput.Answer
+    /// Ends a camera's WebRTC session; false when there is no such session.
+    func whepEnd(camera: String, session: String) -> Bool
 }
 
 extension ControlModel {
     public func mjpegSubscribe(camera: String) -> JPEGSubscription? { nil }
+    public func whepOffer(camera: String, sdp: String) async throws(WHEPOutput.Failure) -> WHEPOutput.Answer {
+        throw .failed("WebRTC is not available here")
+    }
+    public func whepEnd(camera: String, session: String) -> Bool { false }
 }
 
 /// The HTTP JSON control API (Hummingbird): cameras, properties, touch-AF, metrics and HLS files.
@@ -100,6 +108,29 @@ public enum ControlAPI {
         router.get("/hls/:id/:file") { _, context in
             try await hlsFile(context, model: model)
         }
+        router.post("/whep/:id") { request, context in
+            try await whepOffer(request, context, model: model)
+        }
+        router.on("/whep/:id", method: .options) { _, _ in
+            Response(status: .noContent, headers: whepCORS)
+        }
+        router.delete("/whep/:id/sessions/:session") { _, context in
+            let cam = try camera(context, model)
+            let session = context.parameters.get("session") ?? ""
+            guard model.whepEnd(camera: cam.id, session: session) else {
+                throw APIError(.notFound, "no WebRTC session '\(session.prefix(64))' of \(cam.id)")
+            }
+            return Response(status: .ok, headers: whepCORS)
+        }
+        router.patch("/whep/:id/sessions/:session") { _, _ in
+            // Non-trickle: the answer already carries every candidate.
+            var headers = whepCORS
+            headers[.allow] = "DELETE"
+            return Response(status: .methodNotAllowed, headers: headers)
+        }
+        router.on("/whep/:id/sessions/:session", method: .options) { _, _ in
+            Response(status: .noContent, headers: whepCORS)
+        }
         router.get("/mjpeg/:id") { _, context in
             try mjpegStream(context, model: model)
         }
@@ -107,6 +138,46 @@ public enum ControlAPI {
             try snapshot(context, model: model)
         }
         return router
+    }
+
+    static let whepCORS: HTTPFields = [
+        .accessControlAllowOrigin: "*",
+        .accessControlAllowMethods: "POST, DELETE, PATCH, OPTIONS",
+        .accessControlAllowHeaders: "Content-Type",
+        .accessControlExposeHeaders: "Location",
+    ]
+
+    /// `POST /whep/{camera}` (RFC 9725): an SDP offer in, `201 Created` with the answer and the
+    /// session's `Location` out.
+    static func whepOffer(_ request: Request, _ context: BasicRequestContext, model: any ControlModel) async throws -> Response {
+        let cam = try camera(context, model)
+        let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard type == "application/sdp" else {
+            throw APIError(.unsupportedMediaType, "a WHEP offer is Content-Type: application/sdp")
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: WHEPOffer.maxBytes)
+        } catch {
+            throw APIError(.contentTooLarge, "an SDP offer is at most \(WHEPOffer.maxBytes) bytes")
+        }
+        let offer = String(buffer: body)
+        let answer: WHEPOutput.Answer
+        do {
+            answer = try await model.whepOffer(camera: cam.id, sdp: offer)
+        } catch {
+            switch error {
+            case .unknownCamera: throw APIError(.notFound, error.description)
+            case .badOffer: throw APIError(.badRequest, error.description)
+            case .noH264: throw APIError(.notAcceptable, error.description)
+            case .tooManySessions: throw APIError(.serviceUnavailable, error.description)
+            case .failed: throw APIError(.serviceUnavailable, error.description)
+            }
+        }
+        var headers = whepCORS
+        headers[.contentType] = "application/sdp"
+        headers[.location] = "/whep/\(cam.id)/sessions/\(answer.session)"
+        return Response(status: .created, headers: headers, body: .init(byteBuffer: ByteBuffer(string: answer.sdp)))
     }
 
     /// The part boundary of `/mjpeg/{camera}`.

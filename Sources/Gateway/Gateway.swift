@@ -93,6 +93,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
             "rtspRaw": "rtsp://\(displayHost):\(rtspPort)/\(camera.id)/raw",
         ]
         if options.hls { u["hls"] = "http://\(displayHost):\(options.httpPort)/hls/\(camera.id)/index.m3u8" }
+        u["whep"] = "http://\(displayHost):\(options.httpPort)/whep/\(camera.id)"
         u["mjpeg"] = "http://\(displayHost):\(options.httpPort)/mjpeg/\(camera.id)"
         u["snapshot"] = "http://\(displayHost):\(options.httpPort)/snapshot/\(camera.id).jpg"
         if let d = options.v4l2Device, camera.index == 0 { u["v4l2"] = d }
@@ -107,6 +108,18 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
 
     /// What runs for a camera right now: its media-graph branches and whether it shows the slate.
     public func branches(camera: String) -> [String: Bool] { outputs.branches(camera: camera) }
+
+    /// A WebRTC viewer's offer (WHEP).
+    public func whepOffer(camera: String, sdp: String) async throws(WHEPOutput.Failure) -> WHEPOutput.Answer {
+        guard let whep = outputs.whep else { throw .failed("WebRTC is not available (webrtcbin or libnice missing)") }
+        return try await whep.offer(camera: camera, sdp: sdp)
+    }
+
+    /// Ends a WebRTC session of `camera`; false when there is none.
+    public func whepEnd(camera: String, session: String) -> Bool {
+        guard let whep = outputs.whep, whep.camera(ofSession: session) == camera else { return false }
+        return whep.end(session: session)
+    }
 
     /// A new MJPEG viewer of a camera's JPEG branch.
     public func mjpegSubscribe(camera: String) -> JPEGSubscription? { outputs.graph(camera)?.jpeg.subscribe() }

@@ -17,6 +17,7 @@ final class OutputSet: @unchecked Sendable {
         var hlsRoot: String?
         var hlsIsTemporary = false
         var webcam: VirtualWebcamOutput?
+        var whep: WHEPOutput?
         var graphs: [String: CameraGraph] = [:]
         var recorders: [String: Recorder] = [:]
     }
@@ -81,8 +82,16 @@ final class OutputSet: @unchecked Sendable {
             }
             webcam = cam
         }
+        // WebRTC (WHEP) when webrtcbin and libnice are installed; without them POST /whep answers 503.
+        var whep: WHEPOutput?
+        if GStreamerRuntime.hasElement("webrtcbin") && GStreamerRuntime.hasElement("nicesrc") {
+            whep = WHEPOutput(runtime: runtime, configuration: .init(address: options.listen), logger: logger)
+        } else {
+            logger.warning("WebRTC (WHEP) is off: webrtcbin or libnice missing; run deploy/install-deps.sh")
+        }
         state.withLock { s in
             s.runtime = runtime
+            s.whep = whep
             s.rtsp = rtsp
             s.hls = hls
             s.hlsRoot = root
@@ -93,7 +102,7 @@ final class OutputSet: @unchecked Sendable {
 
     /// Builds one camera's media graph and wires it to every output (nothing runs until consumed).
     func attach(_ cam: CameraRuntime, nominalSize: (width: Int, height: Int)?) throws {
-        let (runtime, rtsp, hls, webcam) = state.withLock { ($0.runtime, $0.rtsp, $0.hls, $0.webcam) }
+        let (runtime, rtsp, hls, webcam, whep) = state.withLock { ($0.runtime, $0.rtsp, $0.hls, $0.webcam, $0.whep) }
         guard let runtime, let rtsp else { return }
         var config = CameraGraph.Configuration(id: cam.id)
         config.fps = options.fps
@@ -109,6 +118,7 @@ final class OutputSet: @unchecked Sendable {
         }, logger: logger)
         try rtsp.addCamera(graph)
         try hls?.addCamera(graph)
+        whep?.addCamera(graph)
         if cam.index == 0 { webcam?.show(graph.pictures) }
         var recorder: Recorder?
         if let dir = options.recordDirectory {
@@ -165,12 +175,16 @@ final class OutputSet: @unchecked Sendable {
         }
         for r in s.recorders.values { r.stop() }
         s.webcam?.stop()
+        s.whep?.stop()
         s.hls?.stop()
         s.rtsp?.stop()
         for g in s.graphs.values { g.stop() }
         s.runtime?.shutdown()
         if s.hlsIsTemporary, let root = s.hlsRoot { try? FileManager.default.removeItem(atPath: root) }
     }
+
+    /// The WHEP output (nil while servers are down or WebRTC is not installed).
+    var whep: WHEPOutput? { state.withLock { $0.whep } }
 
     /// Recording segment files so far, per camera.
     func recordingPaths(camera: String) -> [String] {
@@ -181,6 +195,7 @@ final class OutputSet: @unchecked Sendable {
         let s = state.withLock { $0 }
         var stats: [OutputStats] = []
         stats += s.hls?.stats() ?? []
+        stats += s.whep?.stats() ?? []
         for g in s.graphs.values { stats += g.stats() }
         for r in s.recorders.values { stats.append(r.stats()) }
         if let w = s.webcam { stats.append(w.stats(camera: cameras.first?.id ?? "")) }

@@ -17,6 +17,9 @@ public enum PipelineTemplates {
     public static let v4l2 = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=2 leaky-type=downstream ! videoscale add-borders=true ! videoconvert ! video/x-raw,format={format},width={width},height={height},pixel-aspect-ratio=1/1,framerate={fps}/1,colorimetry=bt601 ! {sink}"# + "\n"
     /// `pipelines/v4l2-sink.pipeline`.
     public static let v4l2Sink = #"v4l2sink device="{device}" sync=false"# + "\n"
+    /// `pipelines/whep.pipeline`: one WebRTC viewer (WHEP) of the camera's shared H.264 encoder;
+    /// `pt` is the payload type the browser's offer gave H.264.
+    public static let whep = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=60 caps=video/x-h264,stream-format=byte-stream,alignment=au ! rtph264pay name=pay config-interval=-1 aggregate-mode=zero-latency pt={pt} ! application/x-rtp,media=video,encoding-name=H264,payload={pt},clock-rate=90000 ! webrtcbin name=webrtc bundle-policy=max-bundle"# + "\n"
     /// `pipelines/recorder.pipeline`.
     public static let recorder = #"appsrc name=src format=time is-live=false block=true max-bytes=16000000 caps=image/jpeg,width={width},height={height},framerate={fps}/1 ! matroskamux name=mux writing-app=livegate max-cluster-duration=1000000000 ! filesink name=sink location="{location}""# + "\n"
 
@@ -28,6 +31,7 @@ public enum PipelineTemplates {
         "hls.pipeline": hls,
         "v4l2.pipeline": v4l2,
         "v4l2-sink.pipeline": v4l2Sink,
+        "whep.pipeline": whep,
         "recorder.pipeline": recorder,
     ]
 

@@ -9,6 +9,11 @@
 #include <gst/app/gstappsink.h>
 #include <gst/video/video.h>
 #include <gst/rtsp-server/rtsp-server.h>
+#include <gst/sdp/sdp.h>
+#ifndef GST_USE_UNSTABLE_API
+#define GST_USE_UNSTABLE_API 1
+#endif
+#include <gst/webrtc/webrtc.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -120,6 +125,22 @@ void lg_rtsp_server_set_max_threads(GstRTSPServer *server, gint max_threads);
 void lg_rtsp_server_close_clients(GstRTSPServer *server);
 /// Number of connected RTSP clients.
 guint lg_rtsp_server_client_count(GstRTSPServer *server);
+// ---- WebRTC (webrtcbin) ----
+/// Answers an SDP offer on `webrtc` (its pipeline PLAYING): sets the offer as remote description,
+/// creates and sets the answer, waits up to `gather_timeout_ms` for ICE gathering to complete and
+/// returns the answer's SDP text with the gathered candidates (g_free it). NULL with `*error` set
+/// (g_free it) when the offer is not SDP or webrtcbin refuses it. Blocks the calling thread.
+char *lg_webrtc_answer(GstElement *webrtc, const char *offer, guint gather_timeout_ms, char **error);
+/// Makes ICE gather candidates on `address` only (libnice skips loopback unless told).
+gboolean lg_webrtc_add_local_address(GstElement *webrtc, const char *address);
+/// Starts noting when RTCP from the peer arrives (webrtcbin's rtpbin "on-ssrc-active"): a peer that
+/// vanished without closing stops sending it long before ICE notices. FALSE when there is no rtpbin.
+gboolean lg_webrtc_watch_peer_rtcp(GstElement *webrtc);
+/// Monotonic microseconds (g_get_monotonic_time) of the peer's last RTCP, 0 before the first.
+gint64 lg_webrtc_last_peer_rtcp(GstElement *webrtc);
+/// webrtcbin's connection-state (a GstWebRTCPeerConnectionState value).
+gint lg_webrtc_connection_state(GstElement *webrtc);
+
 typedef void (*lg_play_callback)(GstRTSPMedia *media, gboolean joined, gpointer user);
 /// For every client of the server: `callback(media, FALSE)` when its PLAY starts (before its
 /// transports join the media) and `callback(media, TRUE)` once they joined and the media plays.

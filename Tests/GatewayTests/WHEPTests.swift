@@ -1,0 +1,119 @@
+import Foundation
+import Gateway
+import MediaKit
+import Testing
+
+/// WebRTC over WHEP with an independent client (aiortc, from requirements-test.txt) and curl:
+/// Sony emulator → driver → hub → the camera's one H.264 encoder → webrtcbin → aiortc.
+@Suite(.serialized) struct WHEPTests {
+    static let client = repoRoot.appendingPathComponent("Tests/Scripts/whep_client.py").path
+    static let usable: Bool = {
+        guard let python = which("python3"), which("curl") != nil, GStreamerRuntime.hasElement("webrtcbin"),
+              GStreamerRuntime.hasElement("nicesrc") else { return false }
+        return (try? runProcess(python, ["-c", "import aiortc"], timeout: 60).status) == 0
+    }()
+
+    static func runClient(_ url: String, _ extra: [String] = []) throws -> [String: Any] {
+        let r = try runProcess(which("python3")!, [client, url] + extra, timeout: 60)
+        let line = r.output.split(separator: "\n").last { $0.hasPrefix("{") }
+        guard let line, let obj = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw CLIFailure("whep_client.py printed no result: \(r.output.suffix(1500))")
+        }
+        return obj
+    }
+
+    static func sessions(_ gateway: Gateway) -> Int {
+        let line = gateway.metricsText().split(separator: "\n").first { $0.hasPrefix("livegate_output_clients{camera=\"cam0\",output=\"webrtc\"}") }
+        return line.flatMap { Int(Double($0.split(separator: " ").last ?? "") ?? -1) } ?? -1
+    }
+
+    static func post(_ url: String, file: String, type: String = "application/sdp") throws -> String {
+        try runProcess(which("curl")!, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Content-Type: \(type)",
+                                        "--data-binary", "@\(file)", url], timeout: 30).output
+    }
+
+    @Test(.enabled(if: usable, "needs python3 with aiortc (pip install -r requirements-test.txt), curl, webrtcbin and libnice (deploy/install-deps.sh)"))
+    func anIndependentClientWatchesAndLeaves() async throws {
+        let (emulator, gateway) = try await startSonyGateway(fps: 30, label: "whep")
+        let (server, base) = try await startAPIServer(gateway)
+        defer { server.cancel() }
+        let url = "\(base)/whep/cam0"
+
+        let r = try Self.runClient(url, ["--seconds", "3"])
+        #expect(r["status"] as? Int == 201, "\(r)")
+        #expect((r["content_type"] as? String)?.hasPrefix("application/sdp") == true)
+        #expect((r["location"] as? String)?.contains("/whep/cam0/sessions/") == true)
+        let first = try #require(r["first_frame_ms"] as? Int, "no frame: \(r)")
+        #expect(first <= 1000, "first frame \(first) ms after the answer")
+        #expect(r["width"] as? Int == 320 && r["height"] as? Int == 240)
+        #expect((r["fps"] as? Double ?? 0) >= 25, "fps \(r["fps"] ?? "?") (frames \(r["frames"] ?? "?"))")
+        #expect(r["delete"] as? Int == 200 && r["delete_again"] as? Int == 404)
+        #expect(Self.sessions(gateway) == 0)
+
+        // A peer that vanishes without DELETE: its session ends once it stops sending RTCP.
+        let v = try Self.runClient(url, ["--seconds", "2", "--vanish"])
+        #expect(v["status"] as? Int == 201)
+        #expect(Self.sessions(gateway) == 1)
+        var gone = false
+        for _ in 0..<250 where !gone {
+            try await Task.sleep(for: .milliseconds(100))
+            gone = Self.sessions(gateway) == 0
+        }
+        #expect(gone, "the vanished peer's session is still there")
+
+        server.cancel()
+        await gateway.stop()
+        await emulator.stop()
+    }
+
+    @Test(.enabled(if: usable, "needs python3 with aiortc (pip install -r requirements-test.txt), curl, webrtcbin and libnice (deploy/install-deps.sh)"))
+    func hostileOffersGetClearErrorsAndFreeEverything() async throws {
+        let (emulator, gateway) = try await startSonyGateway(fps: 30, label: "whep-hostile")
+        let (server, base) = try await startAPIServer(gateway)
+        defer { server.cancel() }
+        let url = "\(base)/whep/cam0"
+        let dir = try temporaryDirectory("livegate-whep")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func file(_ name: String, _ text: String) throws -> String {
+            let p = dir.appendingPathComponent(name).path
+            try text.write(toFile: p, atomically: true, encoding: .utf8)
+            return p
+        }
+        let garbage = try file("garbage.sdp", "hello, I am not SDP")
+        let vp8 = try file("vp8.sdp", "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 VP8/90000\r\n")
+        let audio = try file("audio.sdp", "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\n")
+        let big = try file("big.sdp", "v=0\r\n" + String(repeating: "a=x\r\n", count: 250_000))
+        #expect(try Self.post(url, file: garbage) == "400")
+        #expect(try Self.post(url, file: audio) == "400")
+        #expect(try Self.post(url, file: vp8) == "406")
+        #expect(try Self.post(url, file: big) == "413")
+        #expect(try Self.post(url, file: vp8, type: "application/json") == "415")
+        #expect(try Self.post("\(base)/whep/cam9", file: vp8) == "404")
+        let patch = try runProcess(which("curl")!, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PATCH", "\(url)/sessions/x"], timeout: 30)
+        #expect(patch.output == "405")
+        let delete = try runProcess(which("curl")!, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE", "\(url)/sessions/x"], timeout: 30)
+        #expect(delete.output == "404")
+
+        // Offers from a client that is gone: at most 16 sessions, then 503; all of them end.
+        let offer = try runProcess(which("python3")!, [Self.client, url, "--offer-only"], timeout: 60).output
+        let offerFile = try file("offer.sdp", offer)
+        var codes: [String] = []
+        for _ in 0..<20 { codes.append(try Self.post(url, file: offerFile)) }
+        #expect(codes.filter { $0 == "201" }.count == 16 && codes.suffix(4).allSatisfy { $0 == "503" }, "\(codes)")
+        var freed = false
+        for _ in 0..<200 where !freed {
+            try await Task.sleep(for: .milliseconds(100))
+            freed = Self.sessions(gateway) == 0
+        }
+        #expect(freed, "\(Self.sessions(gateway)) sessions left of offers whose peer never answered")
+
+        server.cancel()
+        await gateway.stop()
+        await emulator.stop()
+    }
+}
+
+struct CLIFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
