@@ -1,5 +1,8 @@
-/// The small status page at `/`: each camera with its URLs, a live HLS preview when the browser
-/// plays HLS natively, and the property controls.
+/// The page at `/`: every camera with its state (and why it is away), a live preview — WebRTC
+/// (WHEP) first, MJPEG when WebRTC does not come up, HLS last — where a click asks the camera to
+/// focus at that point, the property controls (built once from the camera's allowed values and then
+/// updated in place, never under the user's pointer) and the URLs to paste into OBS/ffmpeg/mpv with
+/// a copy button. No build step, no CDN: everything is in this page.
 enum WebPage {
     static func escape(_ s: String) -> String {
         var out = ""
@@ -22,43 +25,113 @@ enum WebPage {
             let id = escape(cam.id)
             var links = ""
             for (k, v) in model.urls(for: cam).sorted(by: { $0.key < $1.key }) {
-                links += "<li>\(escape(k)): <code>\(escape(v))</code></li>"
+                links += "<li>\(escape(k)): <code>\(escape(v))</code> <button class=\"copy\" data-text=\"\(escape(v))\" aria-label=\"copy \(escape(k)) URL\">copy</button></li>"
             }
             rows += """
-            <section data-camera="\(id)"><h2>\(id) <small>(\(escape(cam.driver.vendor)), <span class="state"></span>)</small></h2>
-            <ul>\(links)</ul>
-            <video muted autoplay playsinline width="640" src="/hls/\(id)/index.m3u8"></video>
-            <table class="props"></table></section>
+            <section data-camera="\(id)"><h2>\(id) <small>(\(escape(cam.driver.vendor)), <span class="state">…</span>)</small></h2>
+            <div class="player"><video muted autoplay playsinline tabindex="0" aria-label="live picture of \(id); click to focus there"></video>
+            <img hidden alt="live picture of \(id) (MJPEG); click to focus there" tabindex="0"><p class="mode"></p></div>
+            <table class="props"></table>
+            <details><summary>URLs</summary><ul>\(links)</ul></details></section>
             """
         }
         return """
-        <!doctype html><html><head><meta charset="utf-8"><title>livegate</title>
-        <style>body{font-family:sans-serif;margin:2em}code{background:#eee;padding:2px 4px}td{padding:2px 8px}</style>
+        <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>livegate</title><link rel="icon" href="data:,">
+        <style>body{font-family:sans-serif;margin:1em;max-width:60em}code{background:#eee;padding:2px 4px;word-break:break-all}
+        td{padding:2px 8px}.player video,.player img{width:100%;max-width:768px;background:#000;cursor:crosshair}
+        .mode{color:#666;font-size:90%;margin:0}</style>
         </head><body><h1>livegate</h1>\(rows)
         <script>
-        async function refresh(){
-          for (const s of document.querySelectorAll('section[data-camera]')) {
-            const id = s.dataset.camera;
-            const c = await (await fetch('/api/v1/cameras/' + id)).json();
-            s.querySelector('.state').textContent = c.state + ', ' + c.fps + ' fps, ' + c.frames + ' frames';
-            const r = await fetch('/api/v1/cameras/' + id + '/properties');
-            if (!r.ok) continue;
-            const t = s.querySelector('.props'); t.innerHTML = '';
-            for (const p of await r.json()) {
-              const tr = document.createElement('tr');
-              const sel = document.createElement('select');
-              for (const ch of p.choices) { const o = document.createElement('option'); o.textContent = ch; o.selected = ch == p.value; sel.append(o); }
-              sel.disabled = !p.writable;
-              sel.onchange = async () => { const x = await fetch('/api/v1/cameras/' + id + '/properties/' + p.name,
-                {method:'PUT', headers:{'Content-Type':'application/json'}, body: JSON.stringify({value: isNaN(+sel.value) || p.name=='shutterSpeed' || p.name=='aperture' ? sel.value : +sel.value})});
-                if (!x.ok) alert((await x.json()).error); };
-              const td1 = document.createElement('td'); td1.textContent = p.name;
-              const td2 = document.createElement('td'); td2.append(sel);
-              tr.append(td1, td2); t.append(tr);
-            }
-          }
+        // Live preview: WHEP first; MJPEG when WebRTC gives no frame within 4 s; HLS when neither.
+        async function startWHEP(video, id) {
+          const pc = new RTCPeerConnection({iceServers: []});
+          pc.addTransceiver('video', {direction: 'recvonly'});
+          pc.ontrack = e => { video.srcObject = e.streams[0] || new MediaStream([e.track]); };
+          await pc.setLocalDescription(await pc.createOffer());
+          await new Promise(done => {
+            if (pc.iceGatheringState === 'complete') return done();
+            pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === 'complete') done(); };
+            setTimeout(done, 2000);
+          });
+          const r = await fetch('/whep/' + id, {method: 'POST', headers: {'Content-Type': 'application/sdp'}, body: pc.localDescription.sdp});
+          if (r.status !== 201) { pc.close(); throw new Error('WHEP ' + r.status); }
+          const session = r.headers.get('Location');
+          await pc.setRemoteDescription({type: 'answer', sdp: await r.text()});
+          window.addEventListener('pagehide', () => { fetch(session, {method: 'DELETE', keepalive: true}); pc.close(); });
+          return pc;
         }
-        refresh(); setInterval(refresh, 3000);
+        function playing(video, ms) {
+          return new Promise(ok => {
+            const t = setTimeout(() => ok(false), ms);
+            const check = () => { if (video.videoWidth > 0) { clearTimeout(t); ok(true); } else requestAnimationFrame(check); };
+            check();
+          });
+        }
+        async function preview(s) {
+          const id = s.dataset.camera, video = s.querySelector('video'), img = s.querySelector('img'), mode = s.querySelector('.mode');
+          const forced = new URLSearchParams(location.search).get('preview');
+          if (forced !== 'mjpeg' && forced !== 'hls' && window.RTCPeerConnection) {
+            try {
+              await startWHEP(video, id);
+              if (await playing(video, 4000)) { mode.textContent = 'WebRTC'; s.dataset.preview = 'webrtc'; return; }
+            } catch (e) { console.log('WebRTC preview failed:', e); }
+          }
+          if (forced !== 'hls') {
+            video.hidden = true; img.hidden = false; img.src = '/mjpeg/' + id;
+            mode.textContent = 'MJPEG'; s.dataset.preview = 'mjpeg'; return;
+          }
+          video.srcObject = null; video.src = '/hls/' + id + '/index.m3u8'; mode.textContent = 'HLS'; s.dataset.preview = 'hls';
+        }
+        // Click = touch-AF at that point, in the picture's own pixels.
+        async function focusAt(s, e) {
+          const el = e.currentTarget, id = s.dataset.camera;
+          const w = el.videoWidth || el.naturalWidth, h = el.videoHeight || el.naturalHeight;
+          if (!w || !h) return;
+          const box = el.getBoundingClientRect();
+          const x = Math.round((e.clientX - box.left) / box.width * w), y = Math.round((e.clientY - box.top) / box.height * h);
+          const r = await fetch('/api/v1/cameras/' + id + '/focus', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({x, y})});
+          s.querySelector('.mode').textContent = (s.dataset.preview || '') + (r.ok ? ' · focus at ' + x + ',' + y : ' · focus refused');
+        }
+        // Properties: rows built once per property, values updated in place (not while focused).
+        async function refresh(s) {
+          const id = s.dataset.camera;
+          try {
+            const c = await (await fetch('/api/v1/cameras/' + id)).json();
+            s.querySelector('.state').textContent = c.state + (c.reason ? ' — ' + c.reason : '') + ', ' + c.fps + ' fps';
+            const r = await fetch('/api/v1/cameras/' + id + '/properties');
+            if (!r.ok) return;
+            const t = s.querySelector('.props');
+            for (const p of await r.json()) {
+              let sel = t.querySelector('select[data-name="' + p.name + '"]');
+              if (!sel) {
+                const tr = document.createElement('tr'), td1 = document.createElement('td'), td2 = document.createElement('td');
+                sel = document.createElement('select'); sel.dataset.name = p.name; sel.setAttribute('aria-label', p.name);
+                const lab = document.createElement('label'); lab.textContent = p.name; td1.append(lab);
+                sel.onchange = async () => {
+                  const v = sel.value, numeric = !isNaN(+v) && p.name !== 'shutterSpeed' && p.name !== 'aperture';
+                  const x = await fetch('/api/v1/cameras/' + id + '/properties/' + p.name,
+                    {method: 'PUT', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({value: numeric ? +v : v})});
+                  if (!x.ok) alert((await x.json()).error);
+                };
+                td2.append(sel); tr.append(td1, td2); t.append(tr);
+              }
+              if (document.activeElement === sel) continue;
+              const choices = p.choices.includes(p.value) || p.value == null ? p.choices : [p.value].concat(p.choices);
+              if (sel.options.length !== choices.length || [...sel.options].some((o, i) => o.value !== String(choices[i]))) {
+                sel.replaceChildren(...choices.map(ch => { const o = document.createElement('option'); o.value = o.textContent = ch; return o; }));
+              }
+              if (p.value != null) sel.value = String(p.value);
+              sel.disabled = !p.writable;
+            }
+          } catch (e) { s.querySelector('.state').textContent = 'gateway unreachable'; }
+        }
+        for (const s of document.querySelectorAll('section[data-camera]')) {
+          preview(s);
+          for (const el of s.querySelectorAll('.player video, .player img')) el.addEventListener('click', e => focusAt(s, e));
+          refresh(s); setInterval(() => refresh(s), 2000);
+        }
+        for (const b of document.querySelectorAll('button.copy')) b.onclick = () => navigator.clipboard.writeText(b.dataset.text).then(() => { b.textContent = 'copied'; setTimeout(() => b.textContent = 'copy', 1500); });
         </script></body></html>
         """
     }

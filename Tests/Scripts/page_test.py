@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""livegate's page in a real browser: Debian's Chromium driven headless by Playwright.
+
+Usage: page_test.py BASE_URL SCREENSHOT_DIR
+Opens BASE_URL/, waits for the live preview, and prints one JSON line with what it saw:
+  preview ("webrtc"/"mjpeg"/"hls"), frames decoded in 1 s, the picture size, the text after a
+  click at (25 %, 50 %) of the picture, the white balance shown after choosing "tungsten", and the
+  MJPEG fallback's picture size (BASE_URL/?preview=mjpeg). Screenshots go to SCREENSHOT_DIR.
+"""
+import json, os, sys, time
+
+from playwright.sync_api import sync_playwright
+
+base, shots = sys.argv[1], sys.argv[2]
+os.makedirs(shots, exist_ok=True)
+out = {}
+args = ["--autoplay-policy=no-user-gesture-required"]
+if os.geteuid() == 0:
+    args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=args)
+    page = browser.new_page(viewport={"width": 1000, "height": 1200})
+    page.on("console", lambda m: out.setdefault("console", []).append(m.text[:200]))
+    page.goto(base + "/")
+    page.wait_for_selector("section[data-preview]", timeout=20000)
+    out["preview"] = page.get_attribute("section[data-camera]", "data-preview")
+    video = "section[data-camera] video"
+    q0 = page.evaluate(f"document.querySelector('{video}').getVideoPlaybackQuality().totalVideoFrames")
+    time.sleep(1)
+    q1 = page.evaluate(f"document.querySelector('{video}').getVideoPlaybackQuality().totalVideoFrames")
+    out["frames_in_1s"] = q1 - q0
+    out["width"] = page.evaluate(f"document.querySelector('{video}').videoWidth")
+    out["height"] = page.evaluate(f"document.querySelector('{video}').videoHeight")
+    page.screenshot(path=os.path.join(shots, "page-webrtc.png"), full_page=True)
+
+    # Click-to-focus at (25 %, 50 %) of the picture.
+    box = page.locator(video).bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * 0.5)
+    page.wait_for_function("document.querySelector('section[data-camera] .mode').textContent.includes('focus')", timeout=10000)
+    out["focus_text"] = page.text_content("section[data-camera] .mode")
+
+    # A property change from the page, then the page shows the camera's value.
+    sel = "select[data-name=whiteBalance]"
+    page.wait_for_selector(sel, timeout=10000)
+    page.select_option(sel, "tungsten")
+    page.locator("h1").click()  # leave the control, so the page may update it again
+    page.wait_for_timeout(4500)  # two refreshes
+    out["white_balance"] = page.eval_on_selector(sel, "s => s.value")
+    page.screenshot(path=os.path.join(shots, "page-after-controls.png"), full_page=True)
+
+    # The MJPEG fallback.
+    page2 = browser.new_page()
+    page2.goto(base + "/?preview=mjpeg")
+    page2.wait_for_selector("section[data-preview=mjpeg]", timeout=10000)
+    page2.wait_for_function("document.querySelector('section[data-camera] img').naturalWidth > 0", timeout=10000)
+    out["mjpeg_width"] = page2.evaluate("document.querySelector('section[data-camera] img').naturalWidth")
+    page2.screenshot(path=os.path.join(shots, "page-mjpeg.png"))
+    browser.close()
+print(json.dumps(out))
