@@ -171,7 +171,7 @@ public final class JPEGBranch: Sendable {
     /// The MJPEG viewers' counters ("mjpeg"): frames handed out and frames skipped by slow viewers.
     public func viewerStats() -> OutputStats {
         var r = OutputStats(output: "mjpeg", camera: id)
-        let live = viewers.list.withLock { $0.map(\.counts) }
+        let live = viewers.list.withLock { list in list.map { $0.counts } }
         let done = viewerTotals.withLock { $0 }
         r.framesOut = done.delivered + live.reduce(0) { $0 + $1.delivered }
         r.dropped = done.skipped + live.reduce(0) { $0 + $1.skipped }
