@@ -27,6 +27,10 @@ public protocol ControlModel: Sendable {
     func whepOffer(camera: String, sdp: String) async throws(WHEPOutput.Failure) -> WHEPOutput.Answer
     /// Ends a camera's WebRTC session; false when there is no such session.
     func whepEnd(camera: String, session: String) -> Bool
+    /// A new listener of the camera events (Server-Sent Event texts), nil when not offered.
+    func eventStream() -> AsyncStream<String>?
+    /// A property was set through the API (for the event stream).
+    func propertyWasSet(camera: String, name: String, value: Any)
 }
 
 extension ControlModel {
@@ -35,6 +39,8 @@ extension ControlModel {
         throw .failed("WebRTC is not available here")
     }
     public func whepEnd(camera: String, session: String) -> Bool { false }
+    public func eventStream() -> AsyncStream<String>? { nil }
+    public func propertyWasSet(camera: String, name: String, value: Any) {}
 }
 
 /// The HTTP JSON control API (Hummingbird): cameras, properties, touch-AF, metrics and HLS files.
@@ -84,6 +90,7 @@ public enum ControlAPI {
                 throw APIError(.badRequest, "\"value\" must be a string or a number")
             }
             try await mapErrors { try await cam.driver.setProperty(name, to: value) }
+            model.propertyWasSet(camera: cam.id, name: name.rawValue, value: jsonValue(value))
             return json(["name": name.rawValue, "value": jsonValue(value), "status": "accepted"])
         }
         router.post("/api/v1/cameras/:id/focus") { request, context in
@@ -130,6 +137,16 @@ public enum ControlAPI {
         }
         router.on("/whep/:id/sessions/:session", method: .options) { _, _ in
             Response(status: .noContent, headers: whepCORS)
+        }
+        router.get("/api/v1/events") { _, _ in
+            guard let events = model.eventStream() else { throw APIError(.notFound, "no event stream here") }
+            var headers: HTTPFields = [.contentType: "text/event-stream", .accessControlAllowOrigin: "*"]
+            headers[.cacheControl] = "no-cache"
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                try await writer.write(ByteBuffer(string: ": livegate camera events (state, property, af)\n\n"))
+                for await text in events { try await writer.write(ByteBuffer(string: text)) }
+                try await writer.finish(nil)
+            })
         }
         router.get("/mjpeg/:id") { _, context in
             try mjpegStream(context, model: model)

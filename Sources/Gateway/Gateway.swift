@@ -18,6 +18,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
     private let runtimes = Locked<[CameraRuntime]>([])
     private let emulators = Locked<[any CameraEmulator]>([])
     let outputs: OutputSet
+    private let events: EventStream
     private let started = Locked(false)
     public let startedAt = Date()
 
@@ -26,6 +27,16 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         self.logger = logger
         self.group = group
         self.outputs = OutputSet(options: options, logger: logger)
+        let runtimes = self.runtimes
+        self.events = EventStream(cameras: { runtimes.withLock { $0 } })
+    }
+
+    /// A new listener of `GET /api/v1/events`.
+    public func eventStream() -> AsyncStream<String>? { events.subscribe().events }
+
+    /// Tells the event stream's listeners at once.
+    public func propertyWasSet(camera: String, name: String, value: Any) {
+        events.propertySet(camera: camera, name: name, value: value)
     }
 
     public var cameras: [CameraRuntime] { runtimes.withLock { $0 } }

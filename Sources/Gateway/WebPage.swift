@@ -131,6 +131,19 @@ enum WebPage {
           for (const el of s.querySelectorAll('.player video, .player img')) el.addEventListener('click', e => focusAt(s, e));
           refresh(s); setInterval(() => refresh(s), 2000);
         }
+        // Live updates: one event stream for every camera (state with reason, property values).
+        if (window.EventSource) {
+          const es = new EventSource('/api/v1/events');
+          es.addEventListener('state', e => {
+            const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');
+            if (s) s.querySelector('.state').textContent = d.state + (d.reason ? ' — ' + d.reason : '');
+          });
+          es.addEventListener('property', e => {
+            const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');
+            const sel = s && s.querySelector('select[data-name="' + d.name + '"]');
+            if (sel && document.activeElement !== sel && d.value != null && [...sel.options].some(o => o.value === String(d.value))) sel.value = String(d.value);
+          });
+        }
         for (const b of document.querySelectorAll('button.copy')) b.onclick = () => navigator.clipboard.writeText(b.dataset.text).then(() => { b.textContent = 'copied'; setTimeout(() => b.textContent = 'copy', 1500); });
         </script></body></html>
         """

@@ -1,0 +1,138 @@
+import CameraKit
+import Foundation
+import LiveViewCore
+import Synchronization
+
+/// The camera events of `GET /api/v1/events` (Server-Sent Events), one stream for all cameras:
+/// `state` (connection state and the reason when away), `property` (a property's value changed) and
+/// `af` (the newest frame's AF areas, at most twice a second and only when they change). The
+/// drivers have no change notifications of their own, so while at least one client listens the
+/// gateway watches: states every 250 ms, properties every second, AF every 500 ms. Nobody
+/// listening, nothing is polled.
+final class EventStream: Sendable {
+    private let cameras: @Sendable () -> [CameraRuntime]
+    private let subscribers = Mutex<[Int: AsyncStream<String>.Continuation]>([:])
+    private let nextID = Atomic<Int>(1)
+    private let watcher = Mutex<Task<Void, Never>?>(nil)
+
+    init(cameras: @escaping @Sendable () -> [CameraRuntime]) {
+        self.cameras = cameras
+    }
+
+    /// A new listener: its stream starts with every camera's state and properties.
+    func subscribe() -> (id: Int, events: AsyncStream<String>) {
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let first = subscribers.withLock { s -> Bool in
+            s[id] = continuation
+            return s.count == 1
+        }
+        continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+        if first {
+            let task = Task.detached { [weak self] in
+                guard let self else { return }
+                await self.watch()
+            }
+            watcher.withLock { $0 = task }
+        } else {
+            Task.detached { [weak self] in await self?.snapshot(to: continuation) }
+        }
+        return (id, stream)
+    }
+
+    private func unsubscribe(_ id: Int) {
+        let last = subscribers.withLock { s -> Bool in
+            s.removeValue(forKey: id)
+            return s.isEmpty
+        }
+        if last { watcher.withLock { t in t?.cancel(); t = nil } }
+    }
+
+    /// Number of listeners.
+    var listenerCount: Int { subscribers.withLock { $0.count } }
+
+    static func format(_ event: String, _ object: [String: Any]) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return "event: \(event)\ndata: \(String(decoding: data, as: UTF8.self))\n\n"
+    }
+
+    private func send(_ text: String) {
+        for c in subscribers.withLock({ Array($0.values) }) { c.yield(text) }
+    }
+
+    private func stateEvent(_ cam: CameraRuntime) -> (key: String, text: String) {
+        let state = cam.driver.state.rawValue
+        let reason = OutputSet.reason(cam.driver)
+        return (state + "|" + (reason ?? ""), Self.format("state", ["camera": cam.id, "state": state, "reason": reason ?? NSNull()]))
+    }
+
+    private func propertyEvents(_ cam: CameraRuntime) async -> [String: String] {
+        guard cam.driver.state == .streaming, let props = try? await cam.driver.properties() else { return [:] }
+        var out: [String: String] = [:]
+        for p in props {
+            out[p.name.rawValue] = Self.format("property", ["camera": cam.id, "name": p.name.rawValue,
+                                                             "value": ControlAPI.jsonValue(p.value), "displayText": p.displayText ?? NSNull()])
+        }
+        return out
+    }
+
+    private func snapshot(to c: AsyncStream<String>.Continuation) async {
+        for cam in cameras() {
+            c.yield(stateEvent(cam).text)
+            for (_, text) in await propertyEvents(cam).sorted(by: { $0.key < $1.key }) { c.yield(text) }
+        }
+    }
+
+    private func afEvent(_ cam: CameraRuntime) -> String? {
+        guard let f = cam.hub.latest() else { return nil }
+        defer { f.release() }
+        let areas: [[String: Any]] = f.afAreas.map { a in
+            ["x": a.pixels.x, "y": a.pixels.y, "w": a.pixels.width, "h": a.pixels.height, "kind": "\(a.kind)", "state": "\(a.state)"]
+        }
+        return Self.format("af", ["camera": cam.id, "width": f.width, "height": f.height, "areas": areas])
+    }
+
+    /// A property this gateway just set: sent at once (the watcher confirms it from the camera).
+    func propertySet(camera: String, name: String, value: Any) {
+        send(Self.format("property", ["camera": camera, "name": name, "value": value, "displayText": NSNull()]))
+    }
+
+    /// Runs while anyone listens: sends what changed. Properties are read in a loop of their own (a
+    /// slow camera answer never delays states and AF).
+    private func watch() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in
+                var props: [String: [String: String]] = [:]
+                while !Task.isCancelled {
+                    for cam in cameras() {
+                        let now = await propertyEvents(cam)
+                        let before = props[cam.id] ?? [:]
+                        for (name, text) in now.sorted(by: { $0.key < $1.key }) where before[name] != text { send(text) }
+                        if !now.isEmpty { props[cam.id] = now }
+                    }
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+            group.addTask { [self] in
+                var states: [String: String] = [:]
+                var af: [String: String] = [:]
+                var tick = 0
+                while !Task.isCancelled {
+                    for cam in cameras() {
+                        let s = stateEvent(cam)
+                        if states[cam.id] != s.key {
+                            states[cam.id] = s.key
+                            send(s.text)
+                        }
+                        if tick % 2 == 0, let a = afEvent(cam), af[cam.id] != a {
+                            af[cam.id] = a
+                            send(a)
+                        }
+                    }
+                    tick += 1
+                    try? await Task.sleep(for: .milliseconds(250))
+                }
+            }
+        }
+    }
+}
