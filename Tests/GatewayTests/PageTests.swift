@@ -19,8 +19,25 @@ import Testing
         let (server, base) = try await startAPIServer(gateway)
         defer { server.cancel() }
         let shots = repoRoot.appendingPathComponent(".build/test-artifacts/page").path
-        let r = try runProcess(which("python3")!, [Self.script, base, shots], timeout: 120)
-        let line = try #require(r.output.split(separator: "\n").last { $0.hasPrefix("{") }, "page_test.py: \(r.output.suffix(2000))")
+        let handshake = try temporaryDirectory("livegate-page")
+        defer { try? FileManager.default.removeItem(at: handshake) }
+        // The script runs beside the test (not blocking one of its two threads); once it says so, the
+        // camera stops, and the script watches the page show it.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: which("python3")!)
+        p.arguments = [Self.script, base, shots, handshake.path]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        try p.run()
+        let ready = handshake.appendingPathComponent("ready").path
+        for _ in 0..<1200 where p.isRunning && !FileManager.default.fileExists(atPath: ready) { try await Task.sleep(for: .milliseconds(50)) }
+        let cameraStopped = FileManager.default.fileExists(atPath: ready)
+        if cameraStopped { await emulator.stop() }
+        for _ in 0..<1200 where p.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        if p.isRunning { p.terminate() }
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let line = try #require(output.split(separator: "\n").last { $0.hasPrefix("{") }, "page_test.py: \(output.suffix(2000))")
         let seen = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(seen["preview"] as? String == "webrtc", "\(seen)")
         #expect((seen["frames_in_1s"] as? Int ?? 0) >= 10, "Chromium decoded \(seen["frames_in_1s"] ?? "?") frames in 1 s")
@@ -33,6 +50,11 @@ import Testing
         #expect(seen["white_balance"] as? String == "tungsten")
         #expect(seen["mjpeg_width"] as? Int == 320, "the MJPEG fallback showed no picture")
         #expect(FileManager.default.fileExists(atPath: shots + "/page-webrtc.png"))
+        // The camera died: the page says so with the reason, and the picture keeps coming (the slate).
+        #expect(cameraStopped, "the script never got to the offline part")
+        let offline = seen["offline_state"] as? String ?? ""
+        #expect(!offline.hasPrefix("streaming") && offline.contains("—"), "state shown: \(offline)")
+        #expect((seen["offline_frames_in_2s"] as? Int ?? 0) >= 3, "no slate frames in the browser: \(seen["offline_frames_in_2s"] ?? "?")")
         server.cancel()
         await gateway.stop()
         await emulator.stop()

@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """livegate's page in a real browser: Debian's Chromium driven headless by Playwright.
 
-Usage: page_test.py BASE_URL SCREENSHOT_DIR
+Usage: page_test.py BASE_URL SCREENSHOT_DIR [HANDSHAKE_DIR]
 Opens BASE_URL/, waits for the live preview, and prints one JSON line with what it saw:
   preview ("webrtc"/"mjpeg"/"hls"), frames decoded in 1 s, the picture size, the text after a
   click at (25 %, 50 %) of the picture, the white balance shown after choosing "tungsten", and the
   MJPEG fallback's picture size (BASE_URL/?preview=mjpeg). Screenshots go to SCREENSHOT_DIR.
+With HANDSHAKE_DIR it then writes HANDSHAKE_DIR/ready, expects the test to stop the camera, and
+reports the state text the page shows and whether the picture (the offline slate) keeps coming.
 """
 import json, os, sys, time
 
 from playwright.sync_api import sync_playwright
 
 base, shots = sys.argv[1], sys.argv[2]
+handshake = sys.argv[3] if len(sys.argv) > 3 else None
 os.makedirs(shots, exist_ok=True)
 out = {}
 args = ["--autoplay-policy=no-user-gesture-required"]
@@ -55,5 +58,18 @@ with sync_playwright() as p:
     page2.wait_for_function("document.querySelector('section[data-camera] img').naturalWidth > 0", timeout=10000)
     out["mjpeg_width"] = page2.evaluate("document.querySelector('section[data-camera] img').naturalWidth")
     page2.screenshot(path=os.path.join(shots, "page-mjpeg.png"))
+    page2.close()
+
+    if handshake:
+        # The camera dies: the page shows why, and the picture goes on (the slate, same session).
+        open(os.path.join(handshake, "ready"), "w").close()
+        page.wait_for_function("!/^streaming/.test(document.querySelector('section[data-camera] .state').textContent)", timeout=30000)
+        page.wait_for_timeout(3000)  # the slate needs 2 s without frames, then comes at 5 fps
+        out["offline_state"] = page.text_content("section[data-camera] .state")
+        f0 = page.evaluate(f"document.querySelector('{video}').getVideoPlaybackQuality().totalVideoFrames")
+        time.sleep(2)
+        f1 = page.evaluate(f"document.querySelector('{video}').getVideoPlaybackQuality().totalVideoFrames")
+        out["offline_frames_in_2s"] = f1 - f0
+        page.screenshot(path=os.path.join(shots, "page-offline.png"), full_page=True)
     browser.close()
 print(json.dumps(out))
