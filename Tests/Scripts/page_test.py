@@ -24,7 +24,10 @@ with sync_playwright() as p:
     browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=args)
     page = browser.new_page(viewport={"width": 1000, "height": 1200})
     page.on("console", lambda m: out.setdefault("console", []).append(m.text[:200]))
+    t0 = time.monotonic()
     page.goto(base + "/")
+    page.wait_for_function("document.querySelector('section[data-camera] video').videoWidth > 0", timeout=20000)
+    out["first_frame_ms_after_navigation"] = round(1000 * (time.monotonic() - t0))
     page.wait_for_selector("section[data-preview]", timeout=20000)
     out["preview"] = page.get_attribute("section[data-camera]", "data-preview")
     video = "section[data-camera] video"
