@@ -107,7 +107,10 @@ public final class WHEPOutput: Sendable {
     public func offer(camera id: String, sdp: String) async throws(Failure) -> Answer {
         guard let graph = state.cameras.withLock({ $0[id] }) else { throw .unknownCamera(id) }
         let pt = try WHEPOffer.h264PayloadType(sdp)
-        guard state.count < configuration.maxSessions else { throw .tooManySessions(configuration.maxSessions) }
+        // Sessions and offers still negotiating count together, so a burst of offers cannot build
+        // more pipelines than `maxSessions`.
+        guard state.reserve(max: configuration.maxSessions) else { throw .tooManySessions(configuration.maxSessions) }
+        defer { state.unreserve() }
         let c = configuration
         let runtime = self.runtime
         let log = logger
@@ -165,6 +168,18 @@ final class WHEPState: Sendable {
     let cameras = Mutex<[String: CameraGraph]>([:])
     private let sessions = Mutex<[String: WHEPSession]>([:])
     private let finished = Mutex<[String: Int]>([:])
+    private let negotiating = Mutex(0)
+
+    /// Takes a place for an offer being negotiated, when sessions + negotiations stay below `max`.
+    func reserve(max: Int) -> Bool {
+        negotiating.withLock { n in
+            guard count + n < max else { return false }
+            n += 1
+            return true
+        }
+    }
+
+    func unreserve() { negotiating.withLock { $0 -= 1 } }
 
     func add(_ s: WHEPSession) { sessions.withLock { $0[s.id] = s } }
     func get(_ id: String) -> WHEPSession? { sessions.withLock { $0[id] } }

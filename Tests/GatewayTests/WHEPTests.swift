@@ -107,6 +107,19 @@ import Testing
         }
         #expect(freed, "\(Self.sessions(gateway)) sessions left of offers whose peer never answered")
 
+        // The same 20 offers at once: offers still negotiating count too, so never more than 16.
+        let burst = try runProcess(which("bash")!, ["-c", "seq 20 | xargs -P 20 -I{} curl -s -o /dev/null -w '%{http_code}\\n' "
+                                                    + "-H 'Content-Type: application/sdp' --data-binary @\(offerFile) \(url)"], timeout: 60)
+        let burstCodes = burst.output.split(separator: "\n").map(String.init)
+        #expect(burstCodes.count == 20 && burstCodes.filter { $0 == "201" }.count <= 16
+                && burstCodes.allSatisfy { $0 == "201" || $0 == "503" }, "\(burstCodes)")
+        var drained = false
+        for _ in 0..<200 where !drained {
+            try await Task.sleep(for: .milliseconds(100))
+            drained = Self.sessions(gateway) == 0
+        }
+        #expect(drained, "\(Self.sessions(gateway)) sessions left after the burst")
+
         server.cancel()
         await gateway.stop()
         await emulator.stop()
