@@ -232,10 +232,7 @@ public enum ControlAPI {
         guard file.hasSuffix(".jpg"), file.count > 4 else {
             throw APIError(.notFound, "snapshots are /snapshot/{camera}.jpg")
         }
-        let id = String(file.dropLast(4))
-        guard let cam = model.cameras.first(where: { $0.id == id }) else {
-            throw APIError(.notFound, "no camera '\(id.prefix(64))'; cameras: \(model.cameras.map(\.id).joined(separator: ", "))")
-        }
+        let cam = try camera(id: String(file.dropLast(4)), model)
         guard let frame = cam.hub.latest() else {
             throw APIError(.serviceUnavailable, "no frame yet from \(cam.id)", extra: ["state": "\(cam.driver.state)"])
         }
@@ -250,7 +247,10 @@ public enum ControlAPI {
     // MARK: Helpers
 
     static func camera(_ context: BasicRequestContext, _ model: any ControlModel) throws -> CameraRuntime {
-        let id = context.parameters.get("id") ?? ""
+        try camera(id: context.parameters.get("id") ?? "", model)
+    }
+
+    static func camera(id: String, _ model: any ControlModel) throws -> CameraRuntime {
         guard let cam = model.cameras.first(where: { $0.id == id }) else {
             throw APIError(.notFound, "no camera '\(id.prefix(64))'; cameras: \(model.cameras.map(\.id).joined(separator: ", "))")
         }

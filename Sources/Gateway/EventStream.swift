@@ -20,7 +20,7 @@ final class EventStream: Sendable {
     }
 
     /// A new listener: its stream starts with every camera's state and properties.
-    func subscribe() -> (id: Int, events: AsyncStream<String>) {
+    func subscribe() -> AsyncStream<String> {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let first = subscribers.withLock { s -> Bool in
@@ -37,7 +37,7 @@ final class EventStream: Sendable {
         } else {
             Task.detached { [weak self] in await self?.snapshot(to: continuation) }
         }
-        return (id, stream)
+        return stream
     }
 
     private func unsubscribe(_ id: Int) {
@@ -47,9 +47,6 @@ final class EventStream: Sendable {
         }
         if last { watcher.withLock { t in t?.cancel(); t = nil } }
     }
-
-    /// Number of listeners.
-    var listenerCount: Int { subscribers.withLock { $0.count } }
 
     static func format(_ event: String, _ object: [String: Any]) -> String {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)

@@ -32,7 +32,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
     }
 
     /// A new listener of `GET /api/v1/events`.
-    public func eventStream() -> AsyncStream<String>? { events.subscribe().events }
+    public func eventStream() -> AsyncStream<String>? { events.subscribe() }
 
     /// Tells the event stream's listeners at once.
     public func propertyWasSet(camera: String, name: String, value: Any) {

@@ -324,7 +324,7 @@ final class WHEPSession: Sendable {
 
     static func newID() -> String {
         var g = SystemRandomNumberGenerator()
-        return (0..<4).map { _ in String(g.next() as UInt32, radix: 16).leftPadded(8) }.joined()
+        return (0..<4).map { _ in String(format: "%08x", g.next() as UInt32) }.joined()
     }
 }
 
@@ -333,10 +333,6 @@ final class WebRTCElement: @unchecked Sendable {  // owns one GObject reference;
     let element: UnsafeMutablePointer<GstElement>
     init(element: UnsafeMutablePointer<GstElement>) { self.element = element }
     deinit { lg_object_unref(element) }
-}
-
-extension String {
-    fileprivate func leftPadded(_ n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
 }
 
 /// What a WHEP offer must contain for livegate: a video m-line offering H.264 with

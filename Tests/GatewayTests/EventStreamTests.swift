@@ -9,11 +9,7 @@ import Testing
         let (emulator, gateway) = try await startSonyGateway(fps: 10, label: "events")
         let (server, base) = try await startAPIServer(gateway)
         defer { server.cancel() }
-        var streaming = false
-        for _ in 0..<200 where !streaming {
-            try await Task.sleep(for: .milliseconds(50))
-            streaming = gateway.cameras.first?.driver.state == .streaming
-        }
+        let streaming = await waitUntil(timeout: 10) { gateway.cameras.first?.driver.state == .streaming }
         try #require(streaming)
         let dir = try temporaryDirectory("livegate-events")
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -50,7 +50,7 @@ import Testing
         cam.hub.attach(tap.queue)
         let (server, base) = try await startAPIServer(gateway)
         defer { server.cancel() }
-        let streaming = await waitFor(timeout: 10) { cam.driver.state == .streaming }
+        let streaming = await waitUntil(timeout: 10) { cam.driver.state == .streaming }
         try #require(streaming, "the camera never streamed")
         #expect(gateway.branches(camera: "cam0")["jpeg"] == false, "the JPEG branch runs with no viewer")
 
@@ -72,7 +72,7 @@ import Testing
             #expect(sent.contains(SHA256.hex(p.body)), "part \(i) is not a JPEG the camera sent (\(p.body.count) bytes)")
         }
         // The viewer left with curl: the branch stops after its linger.
-        let freed = await waitFor(timeout: 10) { gateway.branches(camera: "cam0")["jpeg"] == false }
+        let freed = await waitUntil(timeout: 10) { gateway.branches(camera: "cam0")["jpeg"] == false }
         #expect(freed, "the JPEG branch still runs after the viewer left")
 
         // A snapshot: the newest frame, one the camera sent.
@@ -90,14 +90,5 @@ import Testing
 
         await gateway.stop()
         await emulator.stop()
-    }
-
-    func waitFor(timeout: Double, _ condition: () -> Bool) async -> Bool {
-        let end = Date().addingTimeInterval(timeout)
-        while Date() < end {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return condition()
     }
 }

@@ -98,3 +98,13 @@ func startAPIServer(_ model: any ControlModel) async throws -> (Task<Void, any E
     guard port != 0 else { throw CancellationError() }
     return (server, "http://127.0.0.1:\(port)")
 }
+
+/// Polls `condition` every 50 ms until it holds or `timeout` seconds pass; returns the last answer.
+func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
+    let end = Date().addingTimeInterval(timeout)
+    while Date() < end {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return condition()
+}

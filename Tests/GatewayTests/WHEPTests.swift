@@ -54,11 +54,7 @@ import Testing
         let v = try Self.runClient(url, ["--seconds", "2", "--vanish"])
         #expect(v["status"] as? Int == 201)
         #expect(Self.sessions(gateway) == 1)
-        var gone = false
-        for _ in 0..<250 where !gone {
-            try await Task.sleep(for: .milliseconds(100))
-            gone = Self.sessions(gateway) == 0
-        }
+        let gone = await waitUntil(timeout: 25) { Self.sessions(gateway) == 0 }
         #expect(gone, "the vanished peer's session is still there")
 
         server.cancel()
@@ -100,11 +96,7 @@ import Testing
         var codes: [String] = []
         for _ in 0..<20 { codes.append(try Self.post(url, file: offerFile)) }
         #expect(codes.filter { $0 == "201" }.count == 16 && codes.suffix(4).allSatisfy { $0 == "503" }, "\(codes)")
-        var freed = false
-        for _ in 0..<200 where !freed {
-            try await Task.sleep(for: .milliseconds(100))
-            freed = Self.sessions(gateway) == 0
-        }
+        let freed = await waitUntil(timeout: 20) { Self.sessions(gateway) == 0 }
         #expect(freed, "\(Self.sessions(gateway)) sessions left of offers whose peer never answered")
 
         // The same 20 offers at once: offers still negotiating count too, so never more than 16.
@@ -113,11 +105,7 @@ import Testing
         let burstCodes = burst.output.split(separator: "\n").map(String.init)
         #expect(burstCodes.count == 20 && burstCodes.filter { $0 == "201" }.count <= 16
                 && burstCodes.allSatisfy { $0 == "201" || $0 == "503" }, "\(burstCodes)")
-        var drained = false
-        for _ in 0..<200 where !drained {
-            try await Task.sleep(for: .milliseconds(100))
-            drained = Self.sessions(gateway) == 0
-        }
+        let drained = await waitUntil(timeout: 20) { Self.sessions(gateway) == 0 }
         #expect(drained, "\(Self.sessions(gateway)) sessions left after the burst")
 
         server.cancel()
