@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "JPEGKit", targets: ["JPEGKit"]),
         .library(name: "MediaKit", targets: ["MediaKit"]),
         .library(name: "CameraEmulators", targets: ["CameraEmulators"]),
+        .library(name: "Vendors", targets: ["Vendors"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -58,15 +59,21 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(
+            name: "Vendors",
+            dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        .target(
             name: "Gateway",
-            dependencies: ["CameraKit", "CameraEmulators", "MediaKit", "CameraWire", "LiveViewCore",
+            dependencies: ["Vendors", "CameraKit", "CameraEmulators", "MediaKit", "CameraWire", "LiveViewCore",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .executableTarget(
             name: "livegate",
-            dependencies: ["Gateway", "CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore",
+            dependencies: ["Gateway", "Vendors", "CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -83,7 +90,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["Gateway", "CameraEmulators", "LiveViewCore",
+            dependencies: ["Gateway", "Vendors", "CameraKit", "CameraEmulators", "LiveViewCore",
                            .product(name: "HummingbirdTesting", package: "hummingbird")],
             swiftSettings: strict),
     ]

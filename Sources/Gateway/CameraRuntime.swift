@@ -1,5 +1,6 @@
 public import CameraKit
 public import LiveViewCore
+public import Vendors
 
 /// One camera inside the gateway: its driver, its hub and what is attached.
 public final class CameraRuntime: Sendable {
@@ -8,13 +9,16 @@ public final class CameraRuntime: Sendable {
     public let url: String
     public let driver: any CameraDriver
     public let hub: FrameHub
+    /// The vendor plug-in: capabilities and the reasons for what is missing.
+    public let vendor: any CameraVendor
 
-    public init(id: String, index: Int, url: String, driver: any CameraDriver, hub: FrameHub) {
+    public init(id: String, index: Int, url: String, driver: any CameraDriver, hub: FrameHub, vendor: any CameraVendor) {
         self.id = id
         self.index = index
         self.url = url
         self.driver = driver
         self.hub = hub
+        self.vendor = vendor
     }
 
     /// Size of the newest frame (0×0 before the first).

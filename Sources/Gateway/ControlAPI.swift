@@ -5,6 +5,7 @@ import LiveViewCore
 public import MediaKit
 import Logging
 import NIOCore
+import Vendors
 import HTTPTypes
 
 /// What the control API needs from the gateway (the real `Gateway`, or a test double).
@@ -95,6 +96,7 @@ public enum ControlAPI {
         }
         router.post("/api/v1/cameras/:id/focus") { request, context in
             let cam = try camera(context, model)
+            try require(.touchAF, of: cam)
             let body = try await readJSONObject(request)
             guard let x = (body["x"] as? NSNumber)?.doubleValue, let y = (body["y"] as? NSNumber)?.doubleValue,
                   x.isFinite, y.isFinite else {
@@ -279,6 +281,13 @@ public enum ControlAPI {
         return obj
     }
 
+    /// 501 with the vendor's reason when the camera's plug-in lacks `capability`.
+    static func require(_ capability: CameraCapabilities, of cam: CameraRuntime) throws {
+        guard cam.vendor.capabilities.contains(capability) else {
+            throw APIError(.notImplemented, "\(cam.id): \(cam.vendor.unsupportedReason(capability))")
+        }
+    }
+
     static func mapErrors<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
@@ -311,6 +320,8 @@ public enum ControlAPI {
             "drops": cam.driver.stats.drops, "reconnects": cam.driver.stats.reconnects,
             "width": size.width, "height": size.height, "outputs": model.urls(for: cam),
             "reason": reason(cam, branches: branches) ?? NSNull(), "branches": branches,
+            "capabilities": Dictionary(uniqueKeysWithValues: cam.vendor.capabilities.byName),
+            "properties": cam.vendor.properties.map(\.rawValue),
         ]
     }
 

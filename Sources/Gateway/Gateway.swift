@@ -7,6 +7,7 @@ public import Logging
 public import NIOCore
 public import NIOPosix
 public import ServiceLifecycle
+import Vendors
 
 /// The composition root: cameras (drivers or in-process emulators) → hubs → outputs, plus the
 /// metrics the control API exports. Runs as a service; graceful shutdown stops the cameras and
@@ -50,24 +51,33 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         for (i, spec) in options.cameras.enumerated() {
             let driver: any CameraDriver
             let url: String
+            let vendor: any CameraVendor
+            let context = DriverContext(group: group, cameraIndex: i, logger: logger)
             switch spec.source {
             case .camera(let cameraURL):
                 url = cameraURL.description
-                driver = try VendorRegistry.makeDriver(cameraURL, group: group, cameraIndex: i, logger: logger)
-            case .emulator(let vendor):
-                guard let emu = try VendorRegistry.makeEmulator(
-                    vendor: vendor, host: "127.0.0.1", port: 0, fps: options.emulatorFPS,
-                    width: options.emulatorWidth, height: options.emulatorHeight, group: group)
-                else { throw CameraSpecError.unsupported("emulator:\(vendor)", "no emulator for \(vendor)") }
+                guard let v = Vendors.vendor(forScheme: cameraURL.scheme) else {
+                    throw CameraSpecError.unsupported(url, "unknown scheme '\(cameraURL.scheme)'")
+                }
+                vendor = v
+                driver = try v.makeDriver(cameraURL, context: context)
+            case .emulator(let name):
+                let request = EmulatorRequest(host: "127.0.0.1", port: 0, fps: options.emulatorFPS,
+                                              width: options.emulatorWidth, height: options.emulatorHeight, group: group)
+                guard let v = Vendors.vendor(named: name), let emu = try v.makeEmulator(request) else {
+                    throw CameraSpecError.unsupported("emulator:\(name)", "no emulator for \(name)")
+                }
                 try await emu.start()
                 emulators.withLock { $0.append(emu) }
-                guard let emuURL = CameraURL(emu.cameraURL) else {
-                    throw CameraSpecError.badURL(emu.cameraURL, "emulator gave an unusable URL")
+                let emuURL: CameraURL
+                do { emuURL = try CameraURL.parse(emu.cameraURL) } catch {
+                    throw CameraSpecError.badURL(emu.cameraURL, "emulator gave an unusable URL: \(error.reason)")
                 }
-                url = "emulator:\(vendor) (\(emu.cameraURL))"
-                driver = try VendorRegistry.makeDriver(emuURL, group: group, cameraIndex: i, logger: logger)
+                url = "emulator:\(name) (\(emu.cameraURL))"
+                vendor = v
+                driver = try v.makeDriver(emuURL, context: context)
             }
-            let cam = CameraRuntime(id: spec.id, index: i, url: url, driver: driver, hub: FrameHub())
+            let cam = CameraRuntime(id: spec.id, index: i, url: url, driver: driver, hub: FrameHub(), vendor: vendor)
             let nominal: (width: Int, height: Int)? = {
                 if case .emulator = spec.source { return (options.emulatorWidth, options.emulatorHeight) }
                 return nil

@@ -2,11 +2,12 @@ import ArgumentParser
 import CameraKit
 import Foundation
 import NIOPosix
+import Vendors
 
 /// `livegate discover`: find cameras on the local network by SSDP.
 struct Discover: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Find cameras on the local network (SSDP: Sony ScalarWebAPI, Panasonic, generic UPnP).",
+        abstract: "Find cameras on the local network by SSDP (\(Vendors.ssdpMatchers.map(\.vendor).joined(separator: ", ")), and other UPnP devices).",
         discussion: "Lists each device with a ready-to-use --camera URL when livegate knows its kind.")
 
     @Option(name: .long, help: "Seconds to wait for answers.") var timeout: Double = 3
@@ -21,7 +22,7 @@ struct Discover: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var discovery = SSDPDiscovery(group: MultiThreadedEventLoopGroup.singleton)
+        var discovery = SSDPDiscovery(group: MultiThreadedEventLoopGroup.singleton, matchers: Vendors.ssdpMatchers)
         discovery.timeout = .milliseconds(Int64(timeout * 1000))
         if let target, let (host, port) = HTTPURL.splitHostPort(target, defaultPort: 1900) {
             discovery.targetHost = host

@@ -3,6 +3,7 @@ import CameraEmulators
 import Foundation
 import Gateway
 import NIOPosix
+import Vendors
 
 /// `livegate emulate sony --port P`: a camera on loopback speaking the vendor's protocol.
 struct Emulate: AsyncParsableCommand {
@@ -10,10 +11,10 @@ struct Emulate: AsyncParsableCommand {
         abstract: "Run an emulated camera on loopback that speaks the vendor's real protocol.",
         discussion: """
             Each emulator serves a test pattern (frame counter, moving AF box) in its vendor's real \
-            live-view format and answers its control requests. Vendors: \(VendorRegistry.emulatorVendors.joined(separator: ", ")).
+            live-view format and answers its control requests. Vendors: \(Vendors.emulatorNames.joined(separator: ", ")).
             """)
 
-    @Argument(help: ArgumentHelp("Vendor to emulate: \(VendorRegistry.emulatorVendors.joined(separator: ", ")).", valueName: "vendor"))
+    @Argument(help: ArgumentHelp("Vendor to emulate: \(Vendors.emulatorNames.joined(separator: ", ")).", valueName: "vendor"))
     var vendor: String
     @Option(name: .long, help: "Port to listen on (0 = any free port).") var port: Int = 8080
     @Option(name: .long, help: "Address to listen on.") var listen: String = "127.0.0.1"
@@ -30,8 +31,8 @@ struct Emulate: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard VendorRegistry.emulatorVendors.contains(vendor) else {
-            throw ValidationError("unknown vendor '\(vendor)'; emulated vendors: \(VendorRegistry.emulatorVendors.joined(separator: ", "))")
+        guard Vendors.emulatorNames.contains(vendor) else {
+            throw ValidationError("unknown vendor '\(vendor)'; emulated vendors: \(Vendors.emulatorNames.joined(separator: ", "))")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
         guard fps > 0, fps <= 120 else { throw ValidationError("--fps must be in (0, 120]") }
@@ -40,8 +41,9 @@ struct Emulate: AsyncParsableCommand {
 
     func run() async throws {
         let (w, h) = try parsedSize()
-        guard let emu = try VendorRegistry.makeEmulator(vendor: vendor, host: listen, port: port, fps: fps, width: w, height: h,
-                                                        group: MultiThreadedEventLoopGroup.singleton) else {
+        let request = EmulatorRequest(host: listen, port: port, fps: fps, width: w, height: h,
+                                      group: MultiThreadedEventLoopGroup.singleton)
+        guard let emu = try Vendors.makeEmulator(named: vendor, request) else {
             throw ValidationError("no emulator for \(vendor)")
         }
         let bound = try await emu.start()

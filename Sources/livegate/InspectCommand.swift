@@ -1,14 +1,15 @@
 import ArgumentParser
 import CameraWire
 import Foundation
+import Vendors
 
 /// `livegate inspect --format FORMAT FILE`: JSON Lines, one object per complete frame.
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the frames of a live-view capture as JSON Lines (one object per complete frame).",
         discussion: """
-            FORMAT is one of: \(WireFormat.allCases.map(\.rawValue).joined(separator: ", ")), or auto to guess \
-            from the bytes. UDP formats (bandit-udp, panasonic-udp) read a classic libpcap file. Diagnostics, \
+            FORMAT is one of: \(Vendors.wireFormats.map(\.rawValue).joined(separator: ", ")), or auto to guess \
+            from the bytes. UDP formats (\(Vendors.wireFormats.filter(\.isPcap).map(\.rawValue).joined(separator: ", "))) read a classic libpcap file. Diagnostics, \
             with the byte offset and what was expected, go to stderr; damaged frames are skipped.
             """)
 
@@ -30,14 +31,14 @@ struct Inspect: ParsableCommand {
         }
         let chosen: WireFormat
         if format == "auto" {
-            guard let g = WireFormat.guess(bytes) else {
-                throw ValidationError("cannot guess the format of '\(file)'; pass --format (\(WireFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
+            guard let g = WireFormat.guess(bytes, among: Vendors.wireFormats) else {
+                throw ValidationError("cannot guess the format of '\(file)'; pass --format (\(Vendors.wireFormats.map(\.rawValue).joined(separator: ", ")))")
             }
             chosen = g
             FileHandle.standardError.write(Data("inspect: format guessed as \(g.rawValue)\n".utf8))
         } else {
-            guard let f = WireFormat(rawValue: format) else {
-                throw ValidationError("unknown format '\(format)'; expected one of: auto, \(WireFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+            guard let f = Vendors.wireFormat(named: format) else {
+                throw ValidationError("unknown format '\(format)'; expected one of: auto, \(Vendors.wireFormats.map(\.rawValue).joined(separator: ", "))")
             }
             chosen = f
         }

@@ -7,7 +7,7 @@ struct Livegate: AsyncParsableCommand {
         commandName: "livegate",
         abstract: "Live-view streaming gateway: camera live view → RTSP, HLS, virtual webcam and recordings.",
         discussion: """
-            With no subcommand, `livegate` runs the gateway on an emulated Sony camera and prints the URLs to open.
+            With no subcommand, `livegate` runs the gateway on an emulated camera and prints the URLs to open.
             """,
         version: "0.1.0",
         subcommands: [Run.self, Emulate.self, Inspect.self, Discover.self, Get.self, SetCommand.self, Bench.self],

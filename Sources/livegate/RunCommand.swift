@@ -6,15 +6,16 @@ import LiveViewCore
 import Logging
 import NIOPosix
 import ServiceLifecycle
+import Vendors
 
 /// `livegate run` (the default): the gateway.
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the gateway (the default). Without --camera it starts an emulated Sony camera in-process.",
+        abstract: "Run the gateway (the default). Without --camera it starts an emulated camera (emulator:\(Vendors.emulatorNames[0])) in-process.",
         discussion: """
-            Camera URLs: \(VendorRegistry.schemes.map { "\($0)://HOST[:PORT]" }.joined(separator: ", ")) \
-            (sony: Camera Remote API, JSON-RPC at http://HOST:PORT/sony/camera, default port 8080), and \
-            emulator:VENDOR (\(VendorRegistry.emulatorVendors.joined(separator: ", "))) for an emulated camera started \
+            Camera URLs:
+            \(Vendors.all.map { "  \($0.urlSyntax) — \($0.summary)" }.joined(separator: "\n"))
+            and emulator:VENDOR (\(Vendors.emulatorNames.joined(separator: ", "))) for an emulated camera started \
             in-process. Name a camera with NAME=URL; ids default to cam0, cam1, …
             Each camera is served at rtsp://HOST:RTSP_PORT/<id> (H.264, AF areas drawn) and …/<id>/raw (the \
             camera's own JPEGs), and at http://HOST:HTTP_PORT/hls/<id>/index.m3u8. The control API is at \
@@ -61,7 +62,7 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         var options = GatewayOptions()
         options.cameras = try camera.enumerated().map { try CameraSpec.parse($1, index: $0) }
-        if options.cameras.isEmpty { options.cameras = [CameraSpec(id: "cam0", source: .emulator(vendor: "sony"))] }
+        if options.cameras.isEmpty { options.cameras = [CameraSpec(id: "cam0", source: .emulator(vendor: Vendors.emulatorNames[0]))] }
         let ids = options.cameras.map(\.id)
         guard Swift.Set(ids).count == ids.count else { throw ValidationError("camera names must be unique: \(ids)") }
         options.listen = listen

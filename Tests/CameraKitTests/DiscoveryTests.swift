@@ -118,7 +118,7 @@ final class FakeSSDPResponder: ChannelInboundHandler, @unchecked Sendable {
         ])
         let ssdp = try await FakeSSDPResponder.start(responder)
 
-        var discovery = SSDPDiscovery(group: group)
+        var discovery = SSDPDiscovery(group: group, matchers: [.sony, .panasonic])
         discovery.targetHost = "127.0.0.1"
         discovery.targetPort = ssdp.localAddress!.port!
         discovery.bindHost = "127.0.0.1"
@@ -158,7 +158,7 @@ final class FakeSSDPResponder: ChannelInboundHandler, @unchecked Sendable {
     @Test func noReplyMeansAnEmptyListWithinTheTimeout() async throws {
         // A loopback port nobody answers on.
         let silent = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
-        var discovery = SSDPDiscovery(group: MultiThreadedEventLoopGroup.singleton)
+        var discovery = SSDPDiscovery(group: MultiThreadedEventLoopGroup.singleton, matchers: [.sony, .panasonic])
         discovery.targetHost = "127.0.0.1"
         discovery.targetPort = silent.localAddress!.port!
         discovery.bindHost = "127.0.0.1"
@@ -173,17 +173,17 @@ final class FakeSSDPResponder: ChannelInboundHandler, @unchecked Sendable {
 
     @Test func classifiesTheRealQX100Description() {
         let reply = SSDPReply(address: "10.0.0.1", headers: ["location": "http://10.0.0.1:64321/DmsRmtDesc.xml"])
-        let d = SSDPDiscovery.classify(description: discoveryQX100Description, location: "http://10.0.0.1:64321/DmsRmtDesc.xml", reply: reply)
+        let d = SSDPDiscovery.classify(description: discoveryQX100Description, location: "http://10.0.0.1:64321/DmsRmtDesc.xml", reply: reply, matchers: [.sony, .panasonic])
         #expect(d.kind == .sony)
         #expect(d.cameraURL == "sony://10.0.0.1:10000")
         #expect(d.manufacturer == "Sony Corporation")
         #expect(d.udn == "uuid:00000000-0005-0010-8000-1c994c993998")
         let p = SSDPDiscovery.classify(description: discoveryLumixDescription, location: "http://192.168.54.1:60606/Server0/ddd",
-                                       reply: SSDPReply(address: "192.168.54.1", headers: [:]))
+                                       reply: SSDPReply(address: "192.168.54.1", headers: [:]), matchers: [.sony, .panasonic])
         #expect(p.kind == .panasonic && p.cameraURL == "panasonic://192.168.54.1" && p.friendlyName == "S5M2-E86421")
         // A Sony media server without the camera service is not a Remote-API camera.
         let dms = discoveryQX100Description.replacingOccurrences(of: ">camera<", with: ">other<")
-        #expect(SSDPDiscovery.classify(description: dms, location: "http://10.0.0.1:1/x", reply: reply).kind == .unknown)
+        #expect(SSDPDiscovery.classify(description: dms, location: "http://10.0.0.1:1/x", reply: reply, matchers: [.sony, .panasonic]).kind == .unknown)
     }
 
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/work/shared/fixtures/sony/sonycam-DSC-QX100-DeviceDescription.xml"),
@@ -199,10 +199,15 @@ final class FakeSSDPResponder: ChannelInboundHandler, @unchecked Sendable {
         #expect(r?.headers["server"] == "Panasonic")
         #expect(SSDPReply.parse("NOTIFY * HTTP/1.1\r\nLOCATION: x\r\n\r\n", from: "1.2.3.4") == nil)
         #expect(SSDPReply.parse("HTTP/1.1 404 Not Found\r\n\r\n", from: "1.2.3.4") == nil)
-        let d = SSDPDiscovery(group: MultiThreadedEventLoopGroup.singleton)
+        let d = SSDPDiscovery(group: MultiThreadedEventLoopGroup.singleton, matchers: [.sony, .panasonic])
         let m = d.mSearch(SSDPDiscovery.sonyST)
         #expect(m.hasPrefix("M-SEARCH * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\n"))
         #expect(m.contains("MAN: \"ssdp:discover\"\r\n") && m.contains("ST: urn:schemas-sony-com:service:ScalarWebAPI:1\r\n"))
         #expect(m.hasSuffix("\r\n\r\n"))
     }
+}
+
+extension SSDPDiscovery {
+    static let sonyST = SSDPMatcher.sony.searchTargets[0]
+    static let panasonicST = SSDPMatcher.panasonic.searchTargets[0]
 }

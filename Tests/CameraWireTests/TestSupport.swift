@@ -180,3 +180,15 @@ enum SyntheticJPEG {
         return j
     }
 }
+
+extension WireFormat {
+    /// The formats of this module, in the vendor plug-ins' order (the CLI gets its list from `Vendors`).
+    static let known: [WireFormat] = [.sonyRemote, .panasonicUDP, .banditUDP, .nikonLV, .canonEVF, .sonyPTP, .fujiLV]
+
+    init?(rawValue: String) {
+        guard let f = Self.known.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = f
+    }
+
+    static func guess(_ bytes: [UInt8]) -> WireFormat? { guess(bytes, among: known) }
+}

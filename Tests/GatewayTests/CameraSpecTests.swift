@@ -1,3 +1,4 @@
+import CameraKit
 import Gateway
 import Testing
 
@@ -15,5 +16,25 @@ import Testing
                       "emulator:unknown", "sony://a b", "nope://host", "sony://host:12ab"])
     func refusesBadSpecs(_ text: String) {
         #expect(throws: CameraSpecError.self) { try CameraSpec.parse(text, index: 0) }
+    }
+
+    @Test(arguments: [
+        ("sony://host:12ab", "port '12ab' must be a number from 1 to 65535"),
+        ("sony://host/live", "unexpected path '/live'"),
+        ("nope://host", "unknown scheme 'nope'"),
+        ("panasonic://host?lvport=x", "option 'lvport=x' must be a port"),
+        ("bandit://host?foo=1", "unknown option 'foo'; known options: udp"),
+        ("sony://host?udp=1", "unknown option 'udp'; this camera takes no options"),
+        ("ptpip://host?vendor=olympus", "option 'vendor=olympus' must be one of"),
+        ("nikon://host?fps=0", "option 'fps=0' must be a number"),
+        ("sony://[::1", "IPv6 host '[::1' lacks its ']'"),
+    ])
+    func errorsNameTheBadPart(_ text: String, _ expected: String) {
+        do {
+            _ = try CameraSpec.parse(text, index: 0)
+            Issue.record("\(text) was accepted")
+        } catch {
+            #expect(error.description.contains(expected), "\(error.description)")
+        }
     }
 }

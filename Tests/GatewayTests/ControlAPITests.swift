@@ -8,6 +8,7 @@ import HummingbirdTesting
 import LiveViewCore
 import Logging
 import MediaKit
+import Vendors
 import NIOCore
 import NIOPosix
 import Testing
@@ -25,7 +26,8 @@ final class TestModel: ControlModel, @unchecked Sendable {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let driver = SonyDriver(endpoint: HTTPURL(host: "127.0.0.1", port: port, target: "/sony/camera"), group: group, logger: logger)
-        let cam = CameraRuntime(id: "cam0", index: 0, url: "sony://127.0.0.1:\(port)", driver: driver, hub: FrameHub())
+        let cam = CameraRuntime(id: "cam0", index: 0, url: "sony://127.0.0.1:\(port)", driver: driver, hub: FrameHub(),
+                                vendor: SonyRemoteVendor())
         driver.start(hub: cam.hub)
         cameras = [cam]
         self.hlsRoot = hlsRoot

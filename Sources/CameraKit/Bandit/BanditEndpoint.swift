@@ -19,26 +19,18 @@ public struct BanditEndpoint: Sendable, Hashable, CustomStringConvertible {
         self.viewfinderPort = viewfinderPort
     }
 
+    /// The endpoint a camera URL names (option `udp`: the local viewfinder port).
+    public init(url: CameraURL) throws(CameraURLError) {
+        try url.checkOptions(allowed: ["udp"])
+        self.init(host: url.host, port: url.port(default: Self.defaultRESTPort))
+        if let p = try url.portOption("udp") { viewfinderPort = p }
+    }
+
     /// Parses `bandit://HOST[:PORT][/][?udp=PORT]`; nil for anything else (other scheme, bad port,
     /// unknown query key).
     public static func parse(url text: String) -> BanditEndpoint? {
-        guard text.lowercased().hasPrefix("bandit://") else { return nil }
-        var rest = Substring(text.dropFirst("bandit://".count))
-        var query: Substring = ""
-        if let q = rest.firstIndex(of: "?") {
-            query = rest[rest.index(after: q)...]
-            rest = rest[..<q]
-        }
-        if rest.hasSuffix("/") { rest = rest.dropLast() }
-        guard !rest.contains("/") else { return nil }
-        guard let (host, port) = HTTPURL.splitHostPort(String(rest), defaultPort: defaultRESTPort) else { return nil }
-        var endpoint = BanditEndpoint(host: host, port: port)
-        for item in query.split(separator: "&") where !item.isEmpty {
-            let kv = item.split(separator: "=", maxSplits: 1)
-            guard kv.count == 2, kv[0] == "udp", let p = Int(kv[1]), (0...65535).contains(p) else { return nil }
-            endpoint.viewfinderPort = p
-        }
-        return endpoint
+        guard let url = CameraURL(text), url.scheme == "bandit" else { return nil }
+        return try? BanditEndpoint(url: url)
     }
 
     /// `http://HOST:PORT` + `target`.

@@ -4,13 +4,12 @@ import NIOPosix
 
 /// A camera (or other UPnP device) found by SSDP, classified into a ready-to-use `--camera` URL.
 public struct DiscoveredDevice: Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Hashable {
-        /// Sony Camera Remote API (ScalarWebAPI `camera` service).
-        case sony
-        /// Panasonic LUMIX (or a Leica body on the same platform).
-        case panasonic
+    /// The vendor plug-in that recognised the device (`unknown` for anything else).
+    public struct Kind: RawRepresentable, Sendable, Hashable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
         /// Some other UPnP device.
-        case unknown
+        public static let unknown = Kind(rawValue: "unknown")
     }
 
     public var kind: Kind
@@ -45,8 +44,6 @@ public struct DiscoveredDevice: Sendable, Hashable, CustomStringConvertible {
 /// The multicast address, port and the local bind address are injectable: tests send to a fake
 /// responder on 127.0.0.1 instead of the real network.
 public struct SSDPDiscovery: Sendable {
-    public static let sonyST = "urn:schemas-sony-com:service:ScalarWebAPI:1"
-    public static let panasonicST = "urn:schemas-upnp-org:device:MediaServer:1"
     public static let allST = "ssdp:all"
 
     public let group: any EventLoopGroup
@@ -55,7 +52,10 @@ public struct SSDPDiscovery: Sendable {
     public var targetPort = 1900
     /// Local address of the search socket (default every interface).
     public var bindHost = "0.0.0.0"
-    public var searchTargets = [SSDPDiscovery.sonyST, SSDPDiscovery.panasonicST, SSDPDiscovery.allST]
+    /// The vendors' recognisers, tried in order on every device.
+    public var matchers: [SSDPMatcher]
+    /// Search targets: the matchers' own, then `ssdp:all`.
+    public var searchTargets: [String]
     /// How long replies are collected.
     public var timeout: Duration = .seconds(3)
     /// Each M-SEARCH is sent this many times, `repeatInterval` apart (UDP is lossy).
@@ -69,8 +69,12 @@ public struct SSDPDiscovery: Sendable {
     /// At most this many distinct LOCATIONs are fetched.
     public var maxDevices = 64
 
-    public init(group: any EventLoopGroup) {
+    public init(group: any EventLoopGroup, matchers: [SSDPMatcher]) {
         self.group = group
+        self.matchers = matchers
+        var targets: [String] = []
+        for st in matchers.flatMap(\.searchTargets) + [Self.allST] where !targets.contains(st) { targets.append(st) }
+        self.searchTargets = targets
     }
 
     /// The M-SEARCH request for one search target.
@@ -96,7 +100,7 @@ public struct SSDPDiscovery: Sendable {
         for loc in order {
             let reply = seen[loc]!
             guard let url = HTTPURL(loc) else {
-                out.append(Self.classify(description: nil, location: loc, reply: reply, note: "LOCATION is not an http URL"))
+                out.append(classify(description: nil, location: loc, reply: reply, note: "LOCATION is not an http URL"))
                 continue
             }
             var client = http
@@ -104,16 +108,16 @@ public struct SSDPDiscovery: Sendable {
             do {
                 let resp = try await client.request("GET", url, timeout: descriptionTimeout)
                 guard resp.status == 200 else {
-                    out.append(Self.classify(description: nil, location: loc, reply: reply, note: "HTTP \(resp.status)"))
+                    out.append(classify(description: nil, location: loc, reply: reply, note: "HTTP \(resp.status)"))
                     continue
                 }
-                out.append(Self.classify(description: String(decoding: resp.body, as: UTF8.self), location: loc, reply: reply))
+                out.append(classify(description: String(decoding: resp.body, as: UTF8.self), location: loc, reply: reply))
             } catch {
-                out.append(Self.classify(description: nil, location: loc, reply: reply, note: "\(error)"))
+                out.append(classify(description: nil, location: loc, reply: reply, note: "\(error)"))
             }
         }
-        let rank: [DiscoveredDevice.Kind: Int] = [.sony: 0, .panasonic: 0, .unknown: 1]
-        return out.enumerated().sorted { (rank[$0.element.kind]!, $0.offset) < (rank[$1.element.kind]!, $1.offset) }.map(\.element)
+        func rank(_ d: DiscoveredDevice) -> Int { d.kind == .unknown ? 1 : 0 }
+        return out.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
     }
 
     /// Sends the M-SEARCHes and collects the replies for `timeout`.
@@ -144,48 +148,61 @@ public struct SSDPDiscovery: Sendable {
     // MARK: Classification
 
     /// Classifies a device from its description (nil when it could not be fetched) and SSDP reply.
-    public static func classify(description: String?, location: String, reply: SSDPReply, note: String? = nil) -> DiscoveredDevice {
-        let scan = description.map(PanasonicXML.scan)
+    public func classify(description: String?, location: String, reply: SSDPReply, note: String? = nil) -> DiscoveredDevice {
+        Self.classify(description: description, location: location, reply: reply, note: note, matchers: matchers)
+    }
+
+    /// Classifies a device with `matchers` (the first that recognises it wins).
+    public static func classify(description: String?, location: String, reply: SSDPReply, note: String? = nil,
+                                matchers: [SSDPMatcher]) -> DiscoveredDevice {
+        let leaves = description.map { PanasonicXML.scan($0).leafList } ?? []
         func leaf(_ name: String) -> String? {
-            guard let scan else { return nil }
-            return scan.leafList.first { $0.0 == name || $0.0.hasSuffix(":" + name) }?.1
+            leaves.first { $0.0 == name || $0.0.hasSuffix(":" + name) }?.1
         }
-        let locHost = HTTPURL(location)?.host ?? reply.address
         var d = DiscoveredDevice(
             kind: .unknown, cameraURL: nil, location: location, address: reply.address,
             friendlyName: leaf("friendlyName"), manufacturer: leaf("manufacturer"), modelName: leaf("modelName"),
             modelNumber: leaf("modelNumber"), udn: leaf("UDN"), server: reply.headers["server"],
             searchTarget: reply.headers["st"], note: note)
-        // Sony: the ActionList_URL of the ScalarWebAPI service of type "camera".
-        if let scan {
-            var serviceType: String?
-            for (name, text) in scan.leafList {
-                if name.hasSuffix("X_ScalarWebAPI_ServiceType") { serviceType = text }
-                if name.hasSuffix("X_ScalarWebAPI_ActionList_URL"), serviceType == "camera", let url = HTTPURL(text) {
-                    d.kind = .sony
-                    let h = url.host.contains(":") ? "[\(url.host)]" : url.host
-                    d.cameraURL = "sony://\(h):\(url.port)"
-                    return d
-                }
+        let facts = SSDPDeviceFacts(device: d, description: description, leaves: leaves,
+                                    locationHost: HTTPURL(location)?.host ?? reply.address)
+        for m in matchers {
+            if let url = m.match(facts) {
+                d.kind = DiscoveredDevice.Kind(rawValue: m.vendor)
+                d.cameraURL = url
+                break
             }
         }
-        // Panasonic / Leica: modelName LUMIX (camcorders "Video Camera" from Panasonic), the pana
-        // camera-category field, or a Panasonic/Leica SSDP server with a MediaServer description.
-        let manufacturer = (d.manufacturer ?? "").lowercased()
-        let model = (d.modelName ?? "").lowercased()
-        let server = (d.server ?? "").lowercased()
-        let hasPanaCamera = scan?.leafList.contains { $0.0.hasSuffix("X_CamCategory") } ?? false
-        let isPanasonic = model.contains("lumix")
-            || hasPanaCamera
-            || (manufacturer.contains("panasonic") && model == "video camera")
-            || (manufacturer.contains("leica") && (description ?? "").contains("urn:schemas-panasonic-com:pana"))
-            || (scan == nil && (server.contains("panasonic") || server.contains("leica-upnp")))
-        if isPanasonic {
-            d.kind = .panasonic
-            let h = locHost.contains(":") ? "[\(locHost)]" : locHost
-            d.cameraURL = "panasonic://\(h)"
-        }
         return d
+    }
+}
+
+/// What a vendor's recogniser sees of one SSDP device.
+public struct SSDPDeviceFacts: Sendable {
+    /// The device as described (kind still `unknown`).
+    public var device: DiscoveredDevice
+    /// The device description XML, when it could be fetched.
+    public var description: String?
+    /// Its leaf elements, `(name, text)` in document order (names may carry a namespace prefix).
+    public var leaves: [(String, String)]
+    /// The host of the SSDP LOCATION (or the reply's sender).
+    public var locationHost: String
+
+    /// `host` as it goes into a URL (IPv6 in brackets).
+    public static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
+}
+
+/// A vendor's SSDP recogniser: its search targets and a function that gives the `--camera` URL
+/// of a device it recognises (nil otherwise).
+public struct SSDPMatcher: Sendable {
+    public var vendor: String
+    public var searchTargets: [String]
+    public var match: @Sendable (SSDPDeviceFacts) -> String?
+
+    public init(vendor: String, searchTargets: [String], match: @escaping @Sendable (SSDPDeviceFacts) -> String?) {
+        self.vendor = vendor
+        self.searchTargets = searchTargets
+        self.match = match
     }
 }
 

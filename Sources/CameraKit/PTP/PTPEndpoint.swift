@@ -63,56 +63,48 @@ public struct PTPEndpoint: Sendable, Hashable, CustomStringConvertible {
         return s
     }
 
-    /// Parses `ptpip://…`, `fuji://…`, `nikon://…`, `canon://…`, `sony-ptp://…`; nil when not one of these.
-    public static func parse(url text: String) -> PTPEndpoint? {
-        guard let schemeEnd = text.range(of: "://") else { return nil }
-        let scheme = text[..<schemeEnd.lowerBound].lowercased()
-        var vendor: PTPVendor?
+    /// The vendor a URL scheme implies (`ptpip` implies none: DeviceInfo decides); nil for other schemes.
+    public static func schemeVendor(_ scheme: String) -> PTPVendor?? {
         switch scheme {
-        case "ptpip", "ptp": vendor = nil
-        case "fuji", "fujifilm": vendor = .fuji
-        case "nikon": vendor = .nikon
-        case "canon": vendor = .canon
-        case "sony-ptp", "sonyptp": vendor = .sony
+        case "ptpip", "ptp": return .some(nil)
+        case "fuji", "fujifilm": return .fuji
+        case "nikon": return .nikon
+        case "canon": return .canon
+        case "sony-ptp", "sonyptp": return .sony
         default: return nil
         }
-        var rest = text[schemeEnd.upperBound...]
-        var query: [String: String] = [:]
-        if let q = rest.firstIndex(of: "?") {
-            for pair in rest[rest.index(after: q)...].split(separator: "&") {
-                let kv = pair.split(separator: "=", maxSplits: 1)
-                if kv.count == 2 { query[kv[0].lowercased()] = String(kv[1]) }
-            }
-            rest = rest[..<q]
+    }
+
+    /// The endpoint a camera URL names. Options: `vendor` (ptpip only), `fps`, and for Fujifilm
+    /// `event`/`eventport`, `liveview`/`lv`/`liveviewport`.
+    public init(url: CameraURL) throws(CameraURLError) {
+        guard var vendor = Self.schemeVendor(url.scheme) else {
+            throw CameraURLError(url.description, "'\(url.scheme)' is not a PTP/IP scheme")
         }
-        if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
-        var host = String(rest)
-        var port: Int?
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { return nil }
-            let after = host[host.index(after: close)...]
-            if after.hasPrefix(":") {
-                guard let p = Int(after.dropFirst()) else { return nil }
-                port = p
+        try url.checkOptions(allowed: ["vendor", "fps", "event", "eventport", "liveview", "lv", "liveviewport"])
+        if let (_, v) = url.option("vendor") {
+            guard let pv = PTPVendor(rawValue: v.lowercased()) ?? (v.lowercased() == "sony" ? .sony : nil) else {
+                throw CameraURLError(url.description, "option 'vendor=\(v)' must be one of: \(PTPVendor.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            host = String(host[host.index(after: host.startIndex)..<close])
-        } else if let colon = host.lastIndex(of: ":") {
-            guard let p = Int(host[host.index(after: colon)...]) else { return nil }
-            port = p
-            host = String(host[..<colon])
-        }
-        guard !host.isEmpty else { return nil }
-        if let v = query["vendor"] {
-            guard let pv = PTPVendor(rawValue: v.lowercased()) ?? (v.lowercased() == "sony" ? .sony : nil) else { return nil }
             vendor = pv
         }
-        func intQ(_ k: String) -> Int? { query[k].flatMap { Int($0) } }
-        if let p = port, !(1...65535).contains(p) { return nil }
-        let fps = query["fps"].flatMap(Double.init) ?? 30
-        guard fps > 0 else { return nil }
-        let defaultPort = vendor == .fuji ? fujiPorts.command : defaultPort
-        return PTPEndpoint(host: host, port: port ?? defaultPort, vendor: vendor,
-                           eventPort: intQ("event") ?? intQ("eventport"),
-                           liveViewPort: intQ("liveview") ?? intQ("lv") ?? intQ("liveviewport"), maxFPS: fps)
+        var fps = 30.0
+        if let (_, v) = url.option("fps") {
+            guard let f = Double(v), f > 0, f <= 120 else {
+                throw CameraURLError(url.description, "option 'fps=\(v)' must be a number in (0, 120]")
+            }
+            fps = f
+        }
+        let event = try url.portOption("event", "eventport")
+        let liveView = try url.portOption("liveview", "lv", "liveviewport")
+        let defaultPort = vendor == .fuji ? Self.fujiPorts.command : Self.defaultPort
+        self.init(host: url.host, port: url.port ?? defaultPort, vendor: vendor, eventPort: event,
+                  liveViewPort: liveView, maxFPS: fps)
+    }
+
+    /// Parses `ptpip://…`, `fuji://…`, `nikon://…`, `canon://…`, `sony-ptp://…`; nil when not one of these.
+    public static func parse(url text: String) -> PTPEndpoint? {
+        guard let url = CameraURL(text) else { return nil }
+        return try? PTPEndpoint(url: url)
     }
 }

@@ -18,35 +18,22 @@ public struct PanasonicEndpoint: Sendable, Hashable, CustomStringConvertible {
         self.clientName = clientName
     }
 
+    /// The endpoint a camera URL names (options `lvport`/`udp`, `name`).
+    public init(url: CameraURL) throws(CameraURLError) {
+        try url.checkOptions(allowed: ["lvport", "udp", "name"])
+        self.init(host: url.host, port: url.port(default: 80))
+        if let p = try url.portOption("lvport", "udp") { liveViewPort = p }
+        if let (_, raw) = url.option("name") {
+            let name = PanasonicCamCGI.percentDecode(raw)
+            guard !name.isEmpty else { throw CameraURLError(url.description, "option 'name' must not be empty") }
+            clientName = name
+        }
+    }
+
     /// Parses `panasonic://HOST[:PORT][/][?lvport=N&name=NAME]`; nil for anything else.
     public static func parse(url text: String) -> PanasonicEndpoint? {
-        let prefix = "panasonic://"
-        guard text.lowercased().hasPrefix(prefix) else { return nil }
-        var rest = Substring(text.dropFirst(prefix.count))
-        var query = Substring("")
-        if let q = rest.firstIndex(of: "?") {
-            query = rest[rest.index(after: q)...]
-            rest = rest[..<q]
-        }
-        if rest.hasSuffix("/") { rest = rest.dropLast() }
-        guard !rest.contains("/"), let (host, port) = HTTPURL.splitHostPort(String(rest), defaultPort: 80) else { return nil }
-        var ep = PanasonicEndpoint(host: host, port: port)
-        for pair in query.split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            guard kv.count == 2 else { return nil }
-            switch kv[0] {
-            case "lvport", "udp":
-                guard let p = Int(kv[1]), (0...65535).contains(p) else { return nil }
-                ep.liveViewPort = p
-            case "name":
-                let name = PanasonicCamCGI.percentDecode(kv[1])
-                guard !name.isEmpty else { return nil }
-                ep.clientName = name
-            default:
-                return nil
-            }
-        }
-        return ep
+        guard let url = CameraURL(text), url.scheme == "panasonic" else { return nil }
+        return try? PanasonicEndpoint(url: url)
     }
 
     /// True when the camera is on this machine (tests, emulators): the live-view socket then binds

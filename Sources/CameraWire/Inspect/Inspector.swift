@@ -3,7 +3,7 @@
 /// Usage from the CLI:
 /// ```swift
 /// let bytes: [UInt8] = … // the whole FILE
-/// let format = WireFormat(rawValue: arg) ?? WireFormat.guess(bytes)!
+/// let format = formats.first { $0.rawValue == arg } ?? WireFormat.guess(bytes, among: formats)!
 /// let summary = Inspector.run(format: format, input: bytes,
 ///                             emit: { print($0) },                 // stdout, one JSON line each
 ///                             diagnostic: { printToStderr($0) })   // stderr
@@ -37,28 +37,17 @@ public enum Inspector {
                 diagnostic(i.description)
             }
         }
-        let whole = input[...]
-        let stats: WireStats
-        switch format {
-        case .sonyRemote:
-            var p = SonyRemoteParser(); p.feed(whole, sink); p.finish(sink); stats = p.stats
-        case .sonyPTP:
-            var p = SonyPTPParser(); p.feed(whole, sink); p.finish(sink); stats = p.stats
-        case .nikonLV:
-            var p = NikonLiveViewParser(); p.feed(whole, sink); p.finish(sink); stats = p.stats
-        case .canonEVF:
-            var p = CanonEVFParser(); p.feed(whole, sink); p.finish(sink); stats = p.stats
-        case .fujiLV:
-            var p = FujiLiveViewParser(); p.feed(whole, sink); p.finish(sink); stats = p.stats
-        case .banditUDP, .panasonicUDP:
+        var parser = format.parser()
+        var pcapIssues = 0
+        switch format.input {
+        case .byteStream:
+            parser.feed(input[...], sink)
+        case .udpDatagrams:
             var reader: PcapReader
             do { reader = try PcapReader(input) } catch {
                 diagnostic("offset 0: \(error)")
                 return Summary(frames: 0, issues: 1, droppedFrames: 0)
             }
-            var bandit = BanditViewfinderReassembler()
-            var pana = PanasonicLiveViewParser()
-            var pcapIssues = 0
             while true {
                 let rec: PcapRecord?
                 do { rec = try reader.next() } catch {
@@ -68,17 +57,12 @@ public enum Inspector {
                 }
                 guard let rec else { break }
                 guard let udp = PacketDecoder.udp(linkType: reader.linkType, frame: rec.data) else { continue }
-                if format == .banditUDP {
-                    bandit.ingest(udp.payload, offset: udp.payload.startIndex, sink)
-                } else {
-                    pana.ingest(udp.payload, offset: udp.payload.startIndex, sink)
-                }
+                parser.feed(udp.payload, sink)
             }
-            if format == .banditUDP { bandit.finish(sink) }
-            var s = format == .banditUDP ? bandit.stats : pana.stats
-            s.issues += pcapIssues
-            stats = s
         }
+        parser.finish(sink)
+        var stats = parser.stats
+        stats.issues += pcapIssues
         summary.frames = index
         summary.issues = stats.issues
         summary.droppedFrames = stats.droppedFrames

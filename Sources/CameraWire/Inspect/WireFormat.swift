@@ -1,56 +1,74 @@
-import JPEGKit
-/// The live-view wire formats `livegate inspect --format` accepts.
-public enum WireFormat: String, CaseIterable, Sendable {
-    case sonyRemote = "sony-remote"
-    case sonyPTP = "sony-ptp"
-    case nikonLV = "nikon-lv"
-    case canonEVF = "canon-evf"
-    case fujiLV = "fuji-lv"
-    case banditUDP = "bandit-udp"
-    case panasonicUDP = "panasonic-udp"
+/// A parser `livegate inspect` can drive: fed a byte stream in chunks, or one UDP payload per call.
+public protocol LiveViewWireParser {
+    /// Feeds the next bytes (stream formats) or one whole datagram payload (datagram formats).
+    /// Slices keep their indices: `chunk.startIndex` is the absolute input offset.
+    mutating func feed(_ chunk: ArraySlice<UInt8>, _ emit: (WireEvent) -> Void)
+    /// Reports what is left at the end of the input.
+    mutating func finish(_ emit: (WireEvent) -> Void)
+    var stats: WireStats { get }
+}
+
+/// One live-view wire format: its name for `livegate inspect --format`, how its input comes
+/// (a byte stream, or UDP datagrams read from a classic libpcap file), how strongly some bytes look
+/// like it (for `--format auto`) and its parser. Each vendor's folder defines its formats; the vendor
+/// plug-ins list them.
+public struct WireFormat: Sendable, Hashable, CustomStringConvertible {
+    public enum Input: Sendable, Hashable {
+        /// The whole file is one byte stream (an HTTP body, a PTP data phase, a dump).
+        case byteStream
+        /// A classic libpcap file; the parser gets each UDP payload.
+        case udpDatagrams
+    }
+
+    /// The `--format` name (`sony-remote`, `olympus-rtp`, …).
+    public let rawValue: String
+    public let input: Input
+    /// How strongly the bytes look like this format: 0 = not at all; higher wins, ties go to the
+    /// earlier format. Byte-stream formats get the file's first bytes, datagram formats one payload.
+    let confidence: @Sendable (ArraySlice<UInt8>) -> Int
+    let makeParser: @Sendable (WireLimits) -> any LiveViewWireParser
+
+    public init(_ name: String, input: Input, confidence: @escaping @Sendable (ArraySlice<UInt8>) -> Int,
+                parser: @escaping @Sendable (WireLimits) -> any LiveViewWireParser) {
+        self.rawValue = name
+        self.input = input
+        self.confidence = confidence
+        self.makeParser = parser
+    }
 
     /// Whether the input is a classic libpcap file of UDP datagrams (else a byte stream / object).
-    public var isPcap: Bool { self == .banditUDP || self == .panasonicUDP }
+    public var isPcap: Bool { input == .udpDatagrams }
+    public var description: String { rawValue }
 
-    /// Guesses the format from the first bytes (for `--format auto`); nil when nothing fits.
-    /// Checks, in order: pcap magic (then the first UDP payload: `55 AA` → bandit, else panasonic),
-    /// sony-remote (`FF` + `24 35 68 79` at 8), HTTP chunk line (sony-ptp), Nikon 0x9428 header,
-    /// Canon JPEG record, Fuji frame, Sony dataset.
-    public static func guess(_ bytes: [UInt8]) -> WireFormat? {
-        let w = bytes[...]
+    /// A new parser for this format.
+    public func parser(limits: WireLimits = .default) -> any LiveViewWireParser { makeParser(limits) }
+
+    public static func == (a: WireFormat, b: WireFormat) -> Bool { a.rawValue == b.rawValue }
+    public func hash(into h: inout Hasher) { h.combine(rawValue) }
+
+    /// Guesses the format of a whole input among `formats` (for `--format auto`); nil when nothing fits.
+    /// A pcap file is matched on its UDP payloads (the first of at most 64 that a datagram format
+    /// recognises); anything else by the byte-stream formats' confidence in its first bytes.
+    public static func guess(_ bytes: [UInt8], among formats: [WireFormat]) -> WireFormat? {
         if var r = try? PcapReader(bytes) {
+            let datagramFormats = formats.filter(\.isPcap)
             var tried = 0
             while tried < 64, let rec = try? r.next() {
                 tried += 1
                 guard let u = PacketDecoder.udp(linkType: r.linkType, frame: rec.data) else { continue }
-                let p = u.payload
-                if p.count >= 7 && p.be16(p.startIndex) == BanditDatagram.sync { return .banditUDP }
-                if p.count >= 34 {
-                    let js = p.startIndex + 32 + Int(p.be16(p.startIndex + 30))
-                    if JPEGScanner.hasSOI(p, at: js) { return .panasonicUDP }
-                }
+                if let f = best(datagramFormats, u.payload) { return f }
             }
             return nil
         }
-        func soi(_ i: Int) -> Bool { JPEGScanner.hasSOI(bytes, at: i) }
-        if bytes.count >= 16 && bytes[0] == 0xFF && bytes[8] == 0x24 && bytes[9] == 0x35 && bytes[10] == 0x68
-            && bytes[11] == 0x79 { return .sonyRemote }
-        var i = 0
-        while i < bytes.count && i < 16 && HTTPChunkedDecoder.hexValue(bytes[i]) != nil { i += 1 }
-        if i > 0 && i + 1 < bytes.count && bytes[i] == 0x0D && bytes[i + 1] == 0x0A { return .sonyPTP }
-        guard bytes.count >= 20 else { return nil }
-        let nikonHeader = Int(w.be32(8))
-        if nikonHeader >= 48 && nikonHeader <= 1 << 16 && soi(nikonHeader) { return .nikonLV }
-        if (w.le32(4) == 1 || w.le32(4) == 11) && soi(8) { return .canonEVF }
-        if Int(w.le32(0)) >= 20 && soi(18) { return .fujiLV }
-        let jo = Int(w.le32(0))
-        if jo >= 16 && jo <= 1 << 20 {
-            if soi(jo) { return .sonyPTP }
-            if case .line(let len, _) = ChunkLine.at(w, jo), soi(jo + len) { return .sonyPTP }
-            if case .line(let l1, _) = ChunkLine.at(w, 16), case .line(let l2, _) = ChunkLine.at(w, jo + l1),
-               soi(jo + l1 + l2) { return .sonyPTP }
+        return best(formats.filter { !$0.isPcap }, bytes[...])
+    }
+
+    private static func best(_ formats: [WireFormat], _ bytes: ArraySlice<UInt8>) -> WireFormat? {
+        var winner: (WireFormat, Int)?
+        for f in formats {
+            let c = f.confidence(bytes)
+            if c > 0, c > (winner?.1 ?? 0) { winner = (f, c) }
         }
-        if soi(384) { return .nikonLV }
-        return nil
+        return winner?.0
     }
 }
