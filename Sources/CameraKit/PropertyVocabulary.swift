@@ -55,6 +55,8 @@ public enum CameraControlError: Error, Sendable, CustomStringConvertible {
     case camera(code: Int, message: String)
     /// The camera could not be reached or is not connected (HTTP 503).
     case unavailable(String)
+    /// The camera refused an action in its current state (wrong mode, card full…) (HTTP 409).
+    case refused(String)
 
     public var description: String {
         switch self {
@@ -63,6 +65,7 @@ public enum CameraControlError: Error, Sendable, CustomStringConvertible {
         case .notSupported(let what): return "not supported: \(what)"
         case .camera(let code, let message): return "camera error \(code): \(message)"
         case .unavailable(let why): return "camera unavailable: \(why)"
+        case .refused(let why): return "camera refused: \(why)"
         }
     }
 }

@@ -32,6 +32,10 @@ public protocol ControlModel: Sendable {
     func eventStream() -> AsyncStream<String>?
     /// A property was set through the API (for the event stream).
     func propertyWasSet(camera: String, name: String, value: Any)
+    /// Fires the camera's shutter and saves what the shot produced.
+    func capture(camera: CameraRuntime, autofocus: Bool) async throws -> [SavedCapture]
+    /// The files saved from a camera (shots from the API and from the body), oldest first.
+    func captures(camera: String) -> [SavedCapture]
 }
 
 extension ControlModel {
@@ -42,6 +46,10 @@ extension ControlModel {
     public func whepEnd(camera: String, session: String) -> Bool { false }
     public func eventStream() -> AsyncStream<String>? { nil }
     public func propertyWasSet(camera: String, name: String, value: Any) {}
+    public func capture(camera: CameraRuntime, autofocus: Bool) async throws -> [SavedCapture] {
+        throw APIError(.notImplemented, "capture is not available here")
+    }
+    public func captures(camera: String) -> [SavedCapture] { [] }
 }
 
 /// The HTTP JSON control API (Hummingbird): cameras, properties, touch-AF, metrics and HLS files.
@@ -109,6 +117,24 @@ public enum ControlAPI {
             }
             try await mapErrors { try await cam.driver.touchFocus(x: x, y: y, imageWidth: size.width, imageHeight: size.height) }
             return json(["x": x, "y": y, "status": "accepted"])
+        }
+        router.post("/api/v1/cameras/:id/capture") { request, context in
+            let cam = try camera(context, model)
+            try require(.shutter, of: cam)
+            var autofocus = false
+            if (request.headers[.contentLength].flatMap(Int.init) ?? 0) > 0 || request.headers[.transferEncoding] != nil {
+                let body = try await readJSONObject(request)
+                if let af = body["autofocus"] {
+                    guard let b = af as? Bool else { throw APIError(.badRequest, "\"autofocus\" must be true or false") }
+                    autofocus = b
+                }
+            }
+            let files = try await mapErrors { try await model.capture(camera: cam, autofocus: autofocus) }
+            return json(["files": files.map(\.json)])
+        }
+        router.get("/api/v1/cameras/:id/captures") { _, context in
+            let cam = try camera(context, model)
+            return json(["files": model.captures(camera: cam.id).map(\.json)])
         }
         router.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
@@ -301,6 +327,8 @@ public enum ControlAPI {
                 throw APIError(.badGateway, "camera refused: \(message)", extra: ["cameraCode": code])
             case .unavailable(let why):
                 throw APIError(.serviceUnavailable, why)
+            case .refused(let why):
+                throw APIError(.conflict, "camera refused: \(why)")
             }
         }
     }

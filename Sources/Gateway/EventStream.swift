@@ -89,6 +89,16 @@ final class EventStream: Sendable {
         return Self.format("af", ["camera": cam.id, "width": f.width, "height": f.height, "areas": areas])
     }
 
+    /// A file saved from a camera.
+    func captureSaved(_ file: [String: Any]) {
+        send(Self.format("capture", file))
+    }
+
+    /// An image the camera produced that could not be fetched or saved.
+    func captureFailed(camera: String, name: String, reason: String) {
+        send(Self.format("capture-failed", ["camera": camera, "name": name, "reason": reason]))
+    }
+
     /// A property this gateway just set: sent at once (the watcher confirms it from the camera).
     func propertySet(camera: String, name: String, value: Any) {
         send(Self.format("property", ["camera": camera, "name": name, "value": value, "displayText": NSNull()]))

@@ -7,6 +7,7 @@ public import Logging
 public import NIOCore
 public import NIOPosix
 public import ServiceLifecycle
+import Synchronization
 import Vendors
 
 /// The composition root: cameras (drivers or in-process emulators) → hubs → outputs, plus the
@@ -20,6 +21,8 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
     private let emulators = Locked<[any CameraEmulator]>([])
     let outputs: OutputSet
     private let events: EventStream
+    let captureStore: CaptureStore
+    private let captureFailures = Atomic<Int>(0)
     private let started = Locked(false)
     public let startedAt = Date()
 
@@ -28,6 +31,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         self.logger = logger
         self.group = group
         self.outputs = OutputSet(options: options, logger: logger)
+        self.captureStore = CaptureStore(root: options.capturesDirectory)
         let runtimes = self.runtimes
         self.events = EventStream(cameras: { runtimes.withLock { $0 } })
     }
@@ -83,6 +87,20 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
                 return nil
             }()
             try outputs.attach(cam, nominalSize: nominal)
+            if let still = driver as? any StillCapturing {
+                let id = spec.id
+                still.setImageSink { [weak self] event in
+                    guard let self else { return }
+                    switch event {
+                    case .image(let image):
+                        self.store(camera: id, image)
+                    case .lost(let name, let reason):
+                        self.captureFailures.add(1, ordering: .relaxed)
+                        self.logger.error("LOST \(name) from \(id): the camera announced it but it could not be fetched: \(reason)")
+                        self.events.captureFailed(camera: id, name: name, reason: reason)
+                    }
+                }
+            }
             driver.start(hub: cam.hub)
             list.append(cam)
         }
@@ -155,6 +173,39 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         options.listen == "0.0.0.0" || options.listen == "::" ? "127.0.0.1" : options.listen
     }
 
+    /// Saves one image; a failure is logged, counted and announced, never silent.
+    @discardableResult
+    func store(camera: String, _ image: CameraImage) -> SavedCapture? {
+        do {
+            let file = try captureStore.save(camera: camera, image: image)
+            logger.info("saved \(file.path) (\(file.bytes) bytes\(image.fromBody ? ", shot on the camera" : ""))")
+            events.captureSaved(file.json)
+            return file
+        } catch {
+            captureFailures.add(1, ordering: .relaxed)
+            logger.error("could not save \(image.name) from \(camera): \(error)")
+            events.captureFailed(camera: camera, name: image.name, reason: "\(error)")
+            return nil
+        }
+    }
+
+    public func capture(camera cam: CameraRuntime, autofocus: Bool) async throws -> [SavedCapture] {
+        guard let still = cam.driver as? any StillCapturing else {
+            throw CameraControlError.notSupported("capture")
+        }
+        let images = try await still.capture(autofocus: autofocus)
+        var files: [SavedCapture] = []
+        for image in images {
+            guard let f = store(camera: cam.id, image) else {
+                throw CameraControlError.unavailable("the shot was taken but \(image.name) could not be saved (see the log)")
+            }
+            files.append(f)
+        }
+        return files
+    }
+
+    public func captures(camera: String) -> [SavedCapture] { captureStore.list(camera: camera) }
+
     public func metricsText() -> String {
         var m = MetricsWriter()
         m.help("livegate_up_seconds", "Seconds since the gateway started.", type: "gauge")
@@ -174,6 +225,10 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         for c in cams { m.sample("livegate_camera_connected", ["camera": c.id], c.driver.state == .streaming ? 1 : 0) }
         m.help("livegate_hub_published_total", "Frames published to the outputs.", type: "counter")
         for c in cams { m.sample("livegate_hub_published_total", ["camera": c.id], Double(c.hub.published)) }
+        m.help("livegate_captures_saved_total", "Images saved from the camera (API and body shots).", type: "counter")
+        for c in cams { m.sample("livegate_captures_saved_total", ["camera": c.id], Double(captureStore.list(camera: c.id).count)) }
+        m.help("livegate_capture_failures_total", "Images the camera produced that could not be fetched or saved.", type: "counter")
+        m.sample("livegate_capture_failures_total", [:], Double(captureFailures.load(ordering: .relaxed)))
         outputs.writeMetrics(into: &m, cameras: cams)
         return m.text
     }

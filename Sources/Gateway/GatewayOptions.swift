@@ -11,6 +11,8 @@ public struct GatewayOptions: Sendable {
     public var hlsDirectory: String?
     /// Record Matroska segments and AF sidecars here.
     public var recordDirectory: String?
+    /// Images the cameras send (shots from the API or the body) are saved in `<captures>/<camera>/`.
+    public var capturesDirectory = "captures"
     /// Segment length of the recorder, seconds.
     public var segmentSeconds = 300
     /// A v4l2loopback device for the first camera.

@@ -75,7 +75,10 @@ extension CameraVendor {
     public var ssdp: SSDPMatcher? { nil }
     public var hasEmulator: Bool { false }
     public func makeEmulator(_ request: EmulatorRequest) throws -> (any CameraEmulator)? { nil }
-    public func unsupportedReason(_ capability: CameraCapabilities) -> String {
+    public func unsupportedReason(_ capability: CameraCapabilities) -> String { genericUnsupportedReason(capability) }
+
+    /// "shutter is not available for Panasonic LUMIX cameras".
+    public func genericUnsupportedReason(_ capability: CameraCapabilities) -> String {
         let what = CameraCapabilities.named.first { $0.capability == capability }?.name ?? "this"
         return "\(what) is not available for \(summary) cameras"
     }

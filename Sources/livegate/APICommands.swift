@@ -106,6 +106,22 @@ struct SetCommand: AsyncParsableCommand {
     }
 }
 
+/// `livegate capture CAMERA`: fires the shutter and prints the saved files.
+struct Capture: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Take a picture with a camera through the control API; prints the files the gateway saved.",
+        discussion: "The gateway saves them under its --captures folder, per camera. Exits non-zero with the camera's reason when it refuses.")
+
+    @OptionGroup var options: APIOptions
+    @Argument(help: "Camera id (cam0, …).") var camera: String
+    @Flag(name: .long, help: "Focus first (half-press) where the camera has one.") var autofocus = false
+
+    func run() async throws {
+        let v = try await options.call("POST", "/api/v1/cameras/\(escape(camera))/capture", body: ["autofocus": autofocus])
+        printJSON(v)
+    }
+}
+
 func escape(_ s: String) -> String {
     s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-_"))) ?? s
 }

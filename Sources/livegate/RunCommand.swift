@@ -33,6 +33,8 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Folder for HLS segments (default: a temporary folder).") var hlsDir: String?
     @Option(name: .long, help: "Record Matroska segments with the camera's JPEGs and PTS, plus AF sidecars, into DIR.")
     var record: String?
+    @Option(name: .long, help: "Save the images cameras send (shots from the API or taken on the camera) into DIR/<camera>/.")
+    var captures: String = "captures"
     @Option(name: .long, help: "Recording segment length in seconds.") var segmentSeconds: Int = 300
     @Option(name: .long, help: "Write the first camera to this v4l2loopback device (e.g. /dev/video10).")
     var v4l2: String?
@@ -71,6 +73,7 @@ struct Run: AsyncParsableCommand {
         options.hls = hls
         options.hlsDirectory = hlsDir
         options.recordDirectory = record
+        options.capturesDirectory = captures
         options.segmentSeconds = segmentSeconds
         options.v4l2Device = v4l2
         options.v4l2Sink = v4l2Sink

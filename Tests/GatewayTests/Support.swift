@@ -30,6 +30,30 @@ func runProcess(_ path: String, _ args: [String], timeout: Double = 60) throws -
     return (p.terminationStatus, collected.text)
 }
 
+/// `runProcess` that waits without holding one of the (two) cooperative threads: use it in tests
+/// whose gateway serves the program being run.
+func runProcessAsync(_ path: String, _ args: [String], timeout: Double = 60) async throws -> (status: Int32, output: String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = out
+    p.standardInput = FileHandle.nullDevice
+    let collected = OutputBox()
+    out.fileHandleForReading.readabilityHandler = { h in collected.append(h.availableData) }
+    try p.run()
+    let deadline = Date().addingTimeInterval(timeout)
+    while p.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+    if p.isRunning {
+        p.terminate()
+        while p.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+    }
+    out.fileHandleForReading.readabilityHandler = nil
+    collected.append(out.fileHandleForReading.readDataToEndOfFile())
+    return (p.terminationStatus, collected.text)
+}
+
 final class OutputBox: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()

@@ -52,15 +52,18 @@ import Vendors
         try await gateway.start()
         let (server, base) = try await startAPIServer(gateway)
         defer { server.cancel() }
-        let summary = try runProcess(which("curl")!, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 10)
+        let summary = try await runProcessAsync(which("curl")!, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 10)
         let obj = try #require(try JSONSerialization.jsonObject(with: Data(summary.output.utf8)) as? [String: Any])
         let caps = try #require(obj["capabilities"] as? [String: Bool], "\(summary.output)")
         #expect(caps["liveView"] == true && caps["touchAF"] == false && caps["shutter"] == false, "\(caps)")
         #expect(obj["properties"] as? [String] == ["whiteBalance"])
-        let focus = try runProcess(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-d", #"{"x": 10, "y": 10}"#,
+        let focus = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-d", #"{"x": 10, "y": 10}"#,
                                                    "\(base)/api/v1/cameras/cam0/focus"], timeout: 10)
         #expect(focus.output.hasSuffix("\n501"), "\(focus.output)")
         #expect(focus.output.contains("fixed-focus"), "\(focus.output)")
+        let capture = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "\(base)/api/v1/cameras/cam0/capture"],
+                                     timeout: 10)
+        #expect(capture.output.hasSuffix("\n501") && capture.output.contains("shutter"), "\(capture.output)")
         server.cancel()
         await gateway.stop()
     }

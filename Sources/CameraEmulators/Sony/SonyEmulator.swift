@@ -65,6 +65,20 @@ public final class SonyEmulator: CameraEmulator, @unchecked Sendable {
     /// stream but keeps answering JSON-RPC).
     public func dropStreams() { state.closeStreams() }
 
+    /// Takes a picture as if the shutter button on the body was pressed; returns its name.
+    @discardableResult
+    public func shootOnBody() -> String { state.shootOnBody(baseURL: "http://\(host):\(port)", source: source) }
+    /// The bytes of a picture on the card.
+    public func cardFile(_ name: String) -> [UInt8]? { state.cardFile(name) }
+    /// Every picture on the card, sorted.
+    public var cardNames: [String] { state.cardNames }
+    /// Postview GETs served.
+    public var postviewsServed: Int { state.postviewsServed }
+    /// Long exposures: actTakePicture answers 40403, awaitTakePicture the picture.
+    public func setLongExposure(_ on: Bool) { state.update { $0.longExposure = on } }
+    /// Refuses shots with 40400 and `reason` (nil: accept them again).
+    public func refuseShots(_ reason: String?) { state.update { $0.refuseShots = reason } }
+
     public func inject(_ fault: EmulatorFault) {
         switch fault {
         case .disconnect: state.closeStreams()

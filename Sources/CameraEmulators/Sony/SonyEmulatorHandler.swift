@@ -44,6 +44,13 @@ final class SonyEmulatorHandler: ChannelInboundHandler, @unchecked Sendable {
             let url = "http://127.0.0.1:\(port)/liveview/liveviewstream"
             let reply = emulator.state.handle(body: body, liveviewURL: url, source: emulator.source)
             respond(context: context, status: .ok, contentType: "application/json", body: reply, keepAlive: head.isKeepAlive)
+        case (.GET, _) where path.hasPrefix("/postview/"):
+            guard let bytes = emulator.state.cardFile(String(path.dropFirst("/postview/".count))) else {
+                respond(context: context, status: .notFound, contentType: "text/plain", body: Array("no such picture\n".utf8), keepAlive: head.isKeepAlive)
+                return
+            }
+            emulator.state.countPostviewServed()
+            respond(context: context, status: .ok, contentType: "image/jpeg", body: bytes, keepAlive: head.isKeepAlive)
         case (.GET, "/liveview/liveviewstream"):
             guard emulator.state.settings.liveview else {
                 respond(context: context, status: .notFound, contentType: "text/plain", body: Array("liveview not started\n".utf8), keepAlive: false)

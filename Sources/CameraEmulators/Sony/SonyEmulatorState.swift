@@ -16,6 +16,16 @@ final class SonyEmulatorState: @unchecked Sendable {
         var liveview = false
         var frameInfo = false
         var touch: (Double, Double)? = nil
+        /// actTakePicture answers 40403 and the picture comes from awaitTakePicture (a long exposure).
+        var longExposure = false
+        /// actTakePicture is refused with 40400 and this message (a full card, a wrong mode).
+        var refuseShots: String? = nil
+        /// Shots taken so far (API and body); picture names are DSC0NNNN.JPG.
+        var shots = 0
+        /// A long exposure in flight, claimed by awaitTakePicture.
+        var awaiting: String? = nil
+        /// Postview URLs of shots taken on the body, reported once by getEvent index 5.
+        var bodyShots: [String] = []
     }
 
     static let whiteBalanceModes = [
@@ -43,9 +53,38 @@ final class SonyEmulatorState: @unchecked Sendable {
         "getAvailableExposureCompensation", "getExposureCompensation", "setExposureCompensation",
         "getAvailableFocusMode", "getFocusMode", "setFocusMode",
         "setTouchAFPosition", "cancelTouchAFPosition", "getTouchAFPosition",
+        "actTakePicture", "awaitTakePicture",
     ]
 
     private let lock = Locked(Settings())
+    private let card = Locked<[String: [UInt8]]>([:])
+    private let postviews = Locked(0)
+
+    /// A picture on the emulated card, by name.
+    func cardFile(_ name: String) -> [UInt8]? { card.withLock { $0[name] } }
+    var cardNames: [String] { card.withLock { $0.keys.sorted() } }
+    func countPostviewServed() { postviews.withLock { $0 += 1 } }
+    var postviewsServed: Int { postviews.withLock { $0 } }
+    func update(_ change: (inout Settings) -> Void) { lock.withLock { change(&$0) } }
+
+    /// Takes a picture (called with the settings locked): a still of the test pattern at frame
+    /// 1 000 000 + shot number, saved on the card. Returns its name.
+    private func shoot(_ s: inout Settings, source: any EmulatorFrameSource) -> String {
+        s.shots += 1
+        let name = String(format: "DSC%05d.JPG", s.shots)
+        let jpeg = source.frame(index: 1_000_000 + s.shots).jpeg
+        card.withLock { $0[name] = jpeg }
+        return name
+    }
+
+    /// A shot taken on the camera body: saved, and announced through getEvent index 5.
+    func shootOnBody(baseURL: String, source: any EmulatorFrameSource) -> String {
+        lock.withLock { s in
+            let name = shoot(&s, source: source)
+            s.bodyShots.append("\(baseURL)/postview/\(name)")
+            return name
+        }
+    }
     private let log = Locked<[(method: String, params: String)]>([])
     private let streams = Locked<[ObjectIdentifier: any Channel]>([:])
     private let sent = Locked(0)
@@ -89,6 +128,11 @@ final class SonyEmulatorState: @unchecked Sendable {
         return encode(id: id, reply)
     }
 
+    /// `http://HOST:PORT` of a liveview URL.
+    func baseURL(_ liveviewURL: String) -> String {
+        liveviewURL.replacingOccurrences(of: "/liveview/liveviewstream", with: "")
+    }
+
     private func encode(id: Any?, _ reply: Reply) -> [UInt8] {
         var out: [String: Any] = ["id": id ?? 0]
         switch reply {
@@ -119,8 +163,27 @@ final class SonyEmulatorState: @unchecked Sendable {
                 return .result([])
             case "getLiveviewFrameInfo": return .result([["frameInfo": s.frameInfo]])
             case "getLiveviewSize": return .result(["L"])
+            case "actTakePicture":
+                guard s.recMode else { return .error(40401, "Camera Not Ready") }
+                if let why = s.refuseShots { return .error(40400, why) }
+                guard s.awaiting == nil else { return .error(40401, "Camera Not Ready") }
+                let name = shoot(&s, source: source)
+                let url = "\(baseURL(liveviewURL))/postview/\(name)"
+                if s.longExposure {
+                    s.awaiting = url
+                    return .error(40403, "Long shooting")
+                }
+                return .result([[url]])
+            case "awaitTakePicture":
+                guard let url = s.awaiting else { return .error(40401, "Camera Not Ready") }
+                s.awaiting = nil
+                return .result([[url]])
             case "getEvent":
                 var r: [Any] = Array(repeating: NSNull(), count: 36)
+                if !s.bodyShots.isEmpty {
+                    r[5] = [["type": "takePicture", "takePictureUrl": s.bodyShots]]
+                    s.bodyShots.removeAll()
+                }
                 r[0] = ["type": "availableApiList", "names": Self.methods]
                 r[1] = ["type": "cameraStatus", "cameraStatus": s.recMode ? "IDLE" : "NotReady"]
                 r[3] = ["type": "liveviewStatus", "liveviewStatus": s.liveview]

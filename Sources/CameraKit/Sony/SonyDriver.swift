@@ -18,6 +18,7 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
     private let pool = FramePool(capacity: 24, frameBytes: 256 * 1024)
     private let lifecycle: DriverLifecycle
     private let channelBox = Locked<(any Channel)?>(nil)
+    let stills = SonyStills()
 
     /// `endpoint` is the JSON-RPC camera service, e.g. `http://192.168.122.1:8080/sony/camera`.
     public init(endpoint: HTTPURL, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
@@ -124,10 +125,22 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
 
     /// `getEvent [false]`: false only when the camera answers and says liveviewStatus is off (a
     /// failed poll is left to the stall watchdog, since some bodies answer getEvent slowly).
+    /// Postview URLs in getEvent index 5 (shots taken on the body, or livegate's own) are handed
+    /// to the still fetcher.
     private func liveviewStillOn() async -> Bool {
-        guard let r = try? await rpc.call("getEvent", [false], timeout: .seconds(2)), r.count > 3,
-              let lv = r[3] as? [String: Any], let on = lv["liveviewStatus"] as? Bool else { return true }
+        guard let r = try? await rpc.call("getEvent", [false], timeout: .seconds(2)) else { return true }
+        if r.count > 5, let shots = r[5] as? [[String: Any]] {
+            let urls = shots.flatMap { ($0["takePictureUrl"] as? [String]) ?? [] }
+            if !urls.isEmpty { await stills.announced(urls, client: stillClient) }
+        }
+        guard r.count > 3, let lv = r[3] as? [String: Any], let on = lv["liveviewStatus"] as? Bool else { return true }
         return on
+    }
+
+    var stillClient: HTTPClient {
+        var c = HTTPClient(group: group)
+        c.maxBodyBytes = SonyStills.maxImageBytes
+        return c
     }
 
     // MARK: Properties

@@ -30,6 +30,6 @@ public struct BanditVendor: CameraVendor {
 
     public func unsupportedReason(_ capability: CameraCapabilities) -> String {
         capability == .touchAF || capability == .afAreas
-            ? "the TomTom Bandit is a fixed-focus camera" : "not available for TomTom Bandit cameras"
+            ? "the TomTom Bandit is a fixed-focus camera" : genericUnsupportedReason(capability)
     }
 }

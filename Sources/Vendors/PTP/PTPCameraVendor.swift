@@ -92,6 +92,6 @@ public struct PTPCameraVendor: CameraVendor {
     public func unsupportedReason(_ capability: CameraCapabilities) -> String {
         if capability == .touchAF && dialect == .sonyPTP { return "touch-AF over Sony PTP/IP: no operation is known" }
         if capability == .touchAF && dialect == .fuji { return "touch-AF over Fujifilm PTP/IP: no operation is known" }
-        return "not available for \(summary) cameras"
+        return genericUnsupportedReason(capability)
     }
 }

@@ -1,0 +1,128 @@
+import Foundation
+import LiveViewCore
+
+/// Still capture over the Camera Remote API: `actTakePicture` (with `awaitTakePicture` while the
+/// camera answers 40403, a long exposure), then a plain GET of each postview URL. Shots taken on the
+/// body arrive as postview URLs in getEvent index 5; each URL is fetched once, and URLs seen while a
+/// capture of livegate's own is in flight wait until it has claimed its own.
+final class SonyStills: Sendable {
+    static let maxImageBytes = 256 * 1024 * 1024
+    /// Attempts per postview GET.
+    static let attempts = 3
+
+    private struct State {
+        var sink: CameraImageSink?
+        var seen: [String] = []
+        var capturing = 0
+        var deferred: [String] = []
+    }
+    private let state = Locked(State())
+
+    func setSink(_ sink: @escaping CameraImageSink) { state.withLock { $0.sink = sink } }
+
+    /// Marks `url` as handled; false when it was already.
+    private func claim(_ url: String) -> Bool {
+        state.withLock { s in
+            guard !s.seen.contains(url) else { return false }
+            s.seen.append(url)
+            if s.seen.count > 4096 { s.seen.removeFirst(1024) }
+            return true
+        }
+    }
+
+    /// The camera's file name of a postview URL.
+    static func name(of url: String) -> String {
+        let path = url.split(separator: "?").first.map(String.init) ?? url
+        return path.split(separator: "/").last.map(String.init) ?? "image.jpg"
+    }
+
+    /// GET with retries; throws the last error.
+    static func fetch(_ url: String, client: HTTPClient) async throws -> [UInt8] {
+        guard let target = HTTPURL(url) else { throw CameraControlError.camera(code: 6, message: "unusable postview URL \(url)") }
+        var lastError: any Error = CameraControlError.unavailable("no attempt")
+        for attempt in 0..<attempts {
+            if attempt > 0 { try? await Task.sleep(for: .milliseconds(300 * attempt)) }
+            do {
+                let r = try await client.request("GET", target, timeout: .seconds(60))
+                guard r.status == 200 else {
+                    lastError = CameraControlError.camera(code: r.status, message: "postview GET \(target.target): HTTP \(r.status)")
+                    continue
+                }
+                return r.body
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    /// A capture of livegate's own: the shot, then its pictures.
+    func capture(rpc: SonyRPC, client: HTTPClient) async throws -> [CameraImage] {
+        state.withLock { $0.capturing += 1 }
+        defer { finishCapture(client: client) }
+        var result: [Any]
+        do {
+            result = try await rpc.call("actTakePicture", timeout: .seconds(60))
+        } catch CameraControlError.camera(let code, _) where code == 40403 {
+            // A long exposure: ask again until the camera has the picture.
+            var tries = 0
+            while true {
+                do {
+                    result = try await rpc.call("awaitTakePicture", timeout: .seconds(60))
+                    break
+                } catch CameraControlError.camera(let c, _) where c == 40403 && tries < 30 {
+                    tries += 1
+                }
+            }
+        } catch CameraControlError.camera(let code, let message) where code == 40400 || code == 40401 || code == 1 {
+            throw CameraControlError.refused("\(message) (\(code))")
+        }
+        let urls = (result.first as? [String]) ?? []
+        guard !urls.isEmpty else {
+            throw CameraControlError.camera(code: 6, message: "actTakePicture gave no picture URL: \(result)")
+        }
+        var images: [CameraImage] = []
+        for url in urls where claim(url) {
+            images.append(CameraImage(name: Self.name(of: url), bytes: try await Self.fetch(url, client: client), fromBody: false))
+        }
+        return images
+    }
+
+    private func finishCapture(client: HTTPClient) {
+        let waiting = state.withLock { s -> [String] in
+            s.capturing -= 1
+            guard s.capturing == 0 else { return [] }
+            defer { s.deferred.removeAll() }
+            return s.deferred
+        }
+        if !waiting.isEmpty { Task { await self.announced(waiting, client: client) } }
+    }
+
+    /// URLs from getEvent: fetched and handed to the sink, each once.
+    func announced(_ urls: [String], client: HTTPClient) async {
+        let (sink, now) = state.withLock { s -> (CameraImageSink?, [String]) in
+            if s.capturing > 0 {
+                s.deferred.append(contentsOf: urls)
+                return (s.sink, [])
+            }
+            return (s.sink, urls)
+        }
+        for url in now where claim(url) {
+            do {
+                let bytes = try await Self.fetch(url, client: client)
+                await sink?(.image(CameraImage(name: Self.name(of: url), bytes: bytes, fromBody: true)))
+            } catch {
+                await sink?(.lost(name: Self.name(of: url), reason: "\(error)"))
+            }
+        }
+    }
+}
+
+extension SonyDriver: StillCapturing {
+    public func capture(autofocus: Bool) async throws -> [CameraImage] {
+        guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        return try await stills.capture(rpc: rpc, client: stillClient)
+    }
+
+    public func setImageSink(_ sink: @escaping CameraImageSink) { stills.setSink(sink) }
+}

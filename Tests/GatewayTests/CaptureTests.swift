@@ -1,0 +1,124 @@
+import CameraEmulators
+import CameraKit
+import CameraWire
+import Foundation
+@testable import Gateway
+import Testing
+
+/// Still capture end to end: the CLI fires the shutter of an emulated Sony camera through the API,
+/// the gateway fetches the picture and saves it byte for byte; a shot on the body arrives by itself.
+@Suite(.serialized) struct CaptureTests {
+    func gateway(_ dir: URL) async throws -> (SonyEmulator, Gateway, Task<Void, any Error>, String) {
+        let (emulator, gateway) = try await startSonyGateway(fps: 10, label: "capture") { $0.capturesDirectory = dir.path }
+        let (server, base) = try await startAPIServer(gateway)
+        let streaming = await waitUntil(timeout: 10) { gateway.cameras.first?.driver.state == .streaming }
+        try #require(streaming)
+        return (emulator, gateway, server, base)
+    }
+
+    /// No hidden temporary file is left beside the saved ones.
+    func noPartialFiles(_ dir: URL) throws -> Bool {
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("cam0").path)
+        return !names.contains { $0.hasPrefix(".") }
+    }
+
+    @Test(.enabled(if: livegateBinary() != nil, "needs the livegate binary built by swift build"))
+    func theCLICapturesAndTheFileIsTheCamerasBytes() async throws {
+        let dir = try temporaryDirectory("livegate-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (emulator, gateway, server, base) = try await gateway(dir)
+        defer { server.cancel() }
+        let out = try await runProcessAsync(livegateBinary()!, ["capture", "cam0", "--api", base], timeout: 60)
+        #expect(out.status == 0, "\(out.output)")
+        let obj = try #require(try JSONSerialization.jsonObject(with: Data(out.output.utf8)) as? [String: Any], "\(out.output)")
+        let files = try #require(obj["files"] as? [[String: Any]])
+        #expect(files.count == 1)
+        let name = try #require(files.first?["name"] as? String)
+        let camera = try #require(emulator.cardFile(name), "\(name) is not on the emulated card \(emulator.cardNames)")
+        let path = try #require(files.first?["path"] as? String)
+        #expect(path.hasPrefix(dir.path))
+        let saved = try #require(FileManager.default.contents(atPath: path))
+        #expect(Array(saved) == camera, "saved \(saved.count) bytes, the camera made \(camera.count)")
+        #expect(files.first?["sha256"] as? String == SHA256.hex(camera))
+        #expect(files.first?["bytes"] as? Int == camera.count)
+        #expect(try noPartialFiles(dir))
+        let list = try await runProcessAsync(which("curl") ?? "/usr/bin/curl", ["-s", "\(base)/api/v1/cameras/cam0/captures"], timeout: 10)
+        #expect(list.output.contains("\"name\":\"\(name)\""), "\(list.output)")
+        // Live view goes on after the shot.
+        let before = gateway.cameras[0].driver.stats.frames
+        #expect(await waitUntil(timeout: 5) { gateway.cameras[0].driver.stats.frames > before + 3 })
+        server.cancel()
+        await gateway.stop()
+        await emulator.stop()
+    }
+
+    @Test func aShotOnTheBodyArrivesWithoutARequestAndLongExposuresWait() async throws {
+        let dir = try temporaryDirectory("livegate-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (emulator, gateway, server, _) = try await gateway(dir)
+        defer { server.cancel() }
+        let name = emulator.shootOnBody()
+        let arrived = await waitUntil(timeout: 10) { gateway.captures(camera: "cam0").contains { $0.cameraName == name } }
+        #expect(arrived, "the body shot \(name) was not saved within 10 s")
+        let body = try #require(gateway.captures(camera: "cam0").first { $0.cameraName == name })
+        #expect(body.fromBody)
+        #expect(Array(FileManager.default.contents(atPath: body.path) ?? Data()) == emulator.cardFile(name))
+        // A long exposure: the camera answers 40403 first, the picture comes from awaitTakePicture.
+        emulator.setLongExposure(true)
+        let cam = gateway.cameras[0]
+        let files = try await gateway.capture(camera: cam, autofocus: false)
+        #expect(files.count == 1 && !files[0].fromBody)
+        #expect(Array(FileManager.default.contents(atPath: files[0].path) ?? Data()) == emulator.cardFile(files[0].cameraName))
+        #expect(emulator.calls.contains { $0.method == "awaitTakePicture" })
+        // Each picture was fetched once, and both are listed.
+        #expect(gateway.captures(camera: "cam0").count == 2)
+        #expect(try noPartialFiles(dir))
+        server.cancel()
+        await gateway.stop()
+        await emulator.stop()
+    }
+
+    @Test(.enabled(if: which("curl") != nil, "needs curl"))
+    func aRefusalIs409WithTheCamerasReasonAndLiveViewGoesOn() async throws {
+        let dir = try temporaryDirectory("livegate-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (emulator, gateway, server, base) = try await gateway(dir)
+        defer { server.cancel() }
+        emulator.refuseShots("Card full")
+        let r = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "\(base)/api/v1/cameras/cam0/capture"], timeout: 30)
+        #expect(r.output.hasSuffix("\n409"), "\(r.output)")
+        #expect(r.output.contains("Card full"), "\(r.output)")
+        let bad = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-d", #"{"autofocus": "yes"}"#,
+                                                 "\(base)/api/v1/cameras/cam0/capture"], timeout: 30)
+        #expect(bad.output.hasSuffix("\n400"), "\(bad.output)")
+        #expect(gateway.captures(camera: "cam0").isEmpty)
+        let before = gateway.cameras[0].driver.stats.frames
+        #expect(await waitUntil(timeout: 5) { gateway.cameras[0].driver.stats.frames > before + 3 })
+        server.cancel()
+        await gateway.stop()
+        await emulator.stop()
+    }
+}
+
+/// The saver on its own: names the camera gives cannot leave the folder or replace a file.
+@Suite struct CaptureStoreTests {
+    @Test func hostileNamesStayInTheFolderAndNothingIsOverwritten() throws {
+        let dir = try temporaryDirectory("livegate-store")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = CaptureStore(root: dir.path)
+        let a = try store.save(camera: "cam0", image: CameraImage(name: "DSC00001.JPG", bytes: [1, 2, 3], fromBody: false))
+        let b = try store.save(camera: "cam0", image: CameraImage(name: "DSC00001.JPG", bytes: [4, 5], fromBody: true))
+        #expect(a.name == "DSC00001.JPG" && b.name == "DSC00001-1.JPG")
+        #expect(FileManager.default.contents(atPath: a.path) == Data([1, 2, 3]))
+        #expect(FileManager.default.contents(atPath: b.path) == Data([4, 5]))
+        for hostile in ["../../etc/passwd", "..", "/abs/x.jpg", "a\\..\\b.jpg", ".hidden", "%2e%2e%2fx", "", "x\u{0}y.jpg"] {
+            let f = try store.save(camera: "cam0", image: CameraImage(name: hostile, bytes: [9], fromBody: false))
+            #expect(URL(fileURLWithPath: f.path).deletingLastPathComponent().standardizedFileURL.path
+                    == dir.appendingPathComponent("cam0").standardizedFileURL.path, "\(hostile) → \(f.path)")
+            #expect(!f.name.hasPrefix("."), "\(hostile) → \(f.name)")
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("cam0").path)
+        #expect(!names.contains { $0.hasPrefix(".") }, "\(names)")
+        #expect(store.list(camera: "cam0").count == 10)
+    }
+}
