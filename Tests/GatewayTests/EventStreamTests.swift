@@ -21,7 +21,7 @@ import Testing
         curl.arguments = ["-s", "-N", "--max-time", "5", "-o", out, "\(base)/api/v1/events"]
         try curl.run()
         try await Task.sleep(for: .seconds(1))
-        let set = try runProcess(livegateBinary()!, ["set", "cam0", "whiteBalance", "tungsten", "--api", base], timeout: 30)
+        let set = try await runProcessAsync(livegateBinary()!, ["set", "cam0", "whiteBalance", "tungsten", "--api", base], timeout: 30)
         #expect(set.status == 0, "\(set.output)")
         let setDone = Date()
         while curl.isRunning { try await Task.sleep(for: .milliseconds(20)) }

@@ -7,8 +7,8 @@ import NIOPosix
 import Synchronization
 import Testing
 
-/// Runs a program with a deadline; returns exit status and output (stdout + stderr).
-func runProcess(_ path: String, _ args: [String], timeout: Double = 60) throws -> (status: Int32, output: String) {
+/// A started program whose stdout and stderr are collected.
+private func launch(_ path: String, _ args: [String]) throws -> (Process, Pipe, OutputBox) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
@@ -19,39 +19,38 @@ func runProcess(_ path: String, _ args: [String], timeout: Double = 60) throws -
     let collected = OutputBox()
     out.fileHandleForReading.readabilityHandler = { h in collected.append(h.availableData) }
     try p.run()
+    return (p, out, collected)
+}
+
+private func collect(_ p: Process, _ out: Pipe, _ collected: OutputBox) -> (status: Int32, output: String) {
+    out.fileHandleForReading.readabilityHandler = nil
+    collected.append(out.fileHandleForReading.readDataToEndOfFile())
+    return (p.terminationStatus, collected.text)
+}
+
+/// Runs a program with a deadline; returns exit status and output (stdout + stderr).
+func runProcess(_ path: String, _ args: [String], timeout: Double = 60) throws -> (status: Int32, output: String) {
+    let (p, out, collected) = try launch(path, args)
     let deadline = Date().addingTimeInterval(timeout)
     while p.isRunning && Date() < deadline { usleep(20_000) }
     if p.isRunning {
         p.terminate()
         p.waitUntilExit()
     }
-    out.fileHandleForReading.readabilityHandler = nil
-    collected.append(out.fileHandleForReading.readDataToEndOfFile())
-    return (p.terminationStatus, collected.text)
+    return collect(p, out, collected)
 }
 
 /// `runProcess` that waits without holding one of the (two) cooperative threads: use it in tests
 /// whose gateway serves the program being run.
 func runProcessAsync(_ path: String, _ args: [String], timeout: Double = 60) async throws -> (status: Int32, output: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = args
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = out
-    p.standardInput = FileHandle.nullDevice
-    let collected = OutputBox()
-    out.fileHandleForReading.readabilityHandler = { h in collected.append(h.availableData) }
-    try p.run()
+    let (p, out, collected) = try launch(path, args)
     let deadline = Date().addingTimeInterval(timeout)
     while p.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
     if p.isRunning {
         p.terminate()
         while p.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
     }
-    out.fileHandleForReading.readabilityHandler = nil
-    collected.append(out.fileHandleForReading.readDataToEndOfFile())
-    return (p.terminationStatus, collected.text)
+    return collect(p, out, collected)
 }
 
 final class OutputBox: @unchecked Sendable {

@@ -22,7 +22,7 @@ public struct BanditEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// The endpoint a camera URL names (option `udp`: the local viewfinder port).
     public init(url: CameraURL) throws(CameraURLError) {
         try url.checkOptions(allowed: ["udp"])
-        self.init(host: url.host, port: url.port(default: Self.defaultRESTPort))
+        self.init(host: try url.host(default: nil), port: url.port(default: Self.defaultRESTPort))
         if let p = try url.portOption("udp") { viewfinderPort = p }
     }
 

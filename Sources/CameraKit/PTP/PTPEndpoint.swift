@@ -98,7 +98,7 @@ public struct PTPEndpoint: Sendable, Hashable, CustomStringConvertible {
         let event = try url.portOption("event", "eventport")
         let liveView = try url.portOption("liveview", "lv", "liveviewport")
         let defaultPort = vendor == .fuji ? Self.fujiPorts.command : Self.defaultPort
-        self.init(host: url.host, port: url.port ?? defaultPort, vendor: vendor, eventPort: event,
+        self.init(host: try url.host(default: nil), port: url.port ?? defaultPort, vendor: vendor, eventPort: event,
                   liveViewPort: liveView, maxFPS: fps)
     }
 

@@ -21,7 +21,7 @@ public struct PanasonicEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// The endpoint a camera URL names (options `lvport`/`udp`, `name`).
     public init(url: CameraURL) throws(CameraURLError) {
         try url.checkOptions(allowed: ["lvport", "udp", "name"])
-        self.init(host: url.host, port: url.port(default: 80))
+        self.init(host: try url.host(default: nil), port: url.port(default: 80))
         if let p = try url.portOption("lvport", "udp") { liveViewPort = p }
         if let (_, raw) = url.option("name") {
             let name = PanasonicCamCGI.percentDecode(raw)

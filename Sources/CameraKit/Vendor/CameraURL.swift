@@ -1,7 +1,8 @@
 /// A camera URL as every vendor writes it: `scheme://HOST[:PORT][/][?key=value&…]`.
 ///
 /// One parser for all vendors: the syntax is checked here (with an error naming the bad part),
-/// the options are interpreted by the vendor's endpoint (`option(_:)`, `checkOptions(allowed:)`).
+/// the host (`host(default:)`: empty when not written) and the options are interpreted by the
+/// vendor's endpoint (`option(_:)`, `checkOptions(allowed:)`).
 public struct CameraURL: Sendable, Hashable, CustomStringConvertible {
     public var scheme: String
     public var host: String
@@ -44,7 +45,6 @@ public struct CameraURL: Sendable, Hashable, CustomStringConvertible {
             rest = rest[..<q]
         }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
-        guard !rest.isEmpty else { throw CameraURLError(text, "missing host") }
         if let slash = rest.firstIndex(of: "/") {
             throw CameraURLError(text, "unexpected path '\(rest[slash...])' (a camera URL is SCHEME://HOST[:PORT][?OPTIONS])")
         }
@@ -70,12 +70,19 @@ public struct CameraURL: Sendable, Hashable, CustomStringConvertible {
             port = try parsePort(host[host.index(after: colon)...])
             host = String(host[..<colon])
         }
-        guard !host.isEmpty else { throw CameraURLError(text, "missing host") }
         let bracketed = text.contains("[")
         if let bad = host.first(where: { $0 == " " || $0 == "@" || ($0 == ":" && !bracketed) }) {
             throw CameraURLError(text, "host '\(host)' may not contain '\(bad)'")
         }
         return CameraURL(scheme: scheme, host: host, port: port, query: query)
+    }
+
+    /// The host; a URL without one (`olympus://`, `olympus://:81`) gets `fallback`, or is refused
+    /// when the vendor has no fixed address.
+    public func host(default fallback: String?) throws(CameraURLError) -> String {
+        if !host.isEmpty { return host }
+        guard let fallback else { throw CameraURLError(description, "missing host") }
+        return fallback
     }
 
     /// The port, or `fallback` when the URL gives none.

@@ -17,6 +17,7 @@ public struct SonyRemoteVendor: CameraVendor {
 
     public func check(_ url: CameraURL) throws(CameraURLError) {
         try url.checkOptions(allowed: [])
+        _ = try url.host(default: nil)
     }
 
     public func makeDriver(_ url: CameraURL, context: DriverContext) throws -> any CameraDriver {
