@@ -14,6 +14,7 @@ public enum Vendors {
         PTPCameraVendor(.canon),
         PTPCameraVendor(.sonyPTP),
         PTPCameraVendor(.fuji),
+        OlympusVendor(),
     ]
 
     /// Every URL scheme, canonical ones first.

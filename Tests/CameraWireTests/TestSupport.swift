@@ -183,7 +183,7 @@ enum SyntheticJPEG {
 
 extension WireFormat {
     /// The formats of this module, in the vendor plug-ins' order (the CLI gets its list from `Vendors`).
-    static let known: [WireFormat] = [.sonyRemote, .panasonicUDP, .banditUDP, .nikonLV, .canonEVF, .sonyPTP, .fujiLV]
+    static let known: [WireFormat] = [.sonyRemote, .panasonicUDP, .banditUDP, .nikonLV, .canonEVF, .sonyPTP, .fujiLV, .olympusRTP]
 
     init?(rawValue: String) {
         guard let f = Self.known.first(where: { $0.rawValue == rawValue }) else { return nil }

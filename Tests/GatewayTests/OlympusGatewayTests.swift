@@ -1,0 +1,174 @@
+import CameraEmulators
+import CameraWire
+import Foundation
+import Gateway
+import LiveViewCore
+import Logging
+import NIOPosix
+import Testing
+
+/// Olympus through the whole gateway, checked against what the emulated camera sent: the recording
+/// byte for byte, the AF boxes, `livegate set` as exactly one `set_camprop`, and one RTSP client that
+/// sees the camera again after it was killed and restarted.
+@Suite(.serialized) struct OlympusGatewayTests {
+    static let ffmpegPresent = which("ffmpeg") != nil && which("ffprobe") != nil
+
+    /// Every camera frame the hub publishes, with its AF boxes.
+    final class Tap: @unchecked Sendable {
+        let queue = BoundedFrameQueue(capacity: 8192)
+        func drain() -> [(sha: String, af: [PixelRect])] {
+            var out: [(String, [PixelRect])] = []
+            while let f = queue.pop() {
+                if !f.isSlate { out.append((SHA256.hex(Array(f.bytes)), f.afAreas.map(\.pixels))) }
+                f.release()
+            }
+            return out
+        }
+    }
+
+    func emulator(history: Int = 100_000) async throws -> OlympusEmulator {
+        var config = OlympusEmulator.Configuration()
+        config.sentFrameHistory = history
+        let emu = try OlympusEmulator(configuration: config, group: MultiThreadedEventLoopGroup.singleton)
+        try await emu.start()
+        return emu
+    }
+
+    func gateway(_ emu: OlympusEmulator, record: URL? = nil) async throws -> Gateway {
+        var options = GatewayOptions()
+        options.cameras = [try CameraSpec.parse(emu.cameraURL, index: 0)]
+        options.rtspPort = 0
+        options.hls = false
+        options.recordDirectory = record?.path
+        var logger = Logger(label: "olympus-e2e")
+        logger.logLevel = .warning
+        let gateway = Gateway(options: options, logger: logger)
+        try await gateway.start()
+        return gateway
+    }
+
+    @Test(.enabled(if: ffmpegPresent && livegateBinary() != nil, "needs ffmpeg and the livegate binary"))
+    func recordingAFAndTheCLIMatchTheCamera() async throws {
+        let emu = try await emulator()
+        let recDir = try temporaryDirectory("livegate-olympus-rec")
+        defer { try? FileManager.default.removeItem(at: recDir) }
+        let gateway = try await gateway(emu, record: recDir)
+        let (server, base) = try await startAPIServer(gateway)
+        defer { server.cancel() }
+        let cam = try #require(gateway.cameras.first)
+        let tap = Tap()
+        cam.hub.attach(tap.queue)
+        #expect(await waitUntil(timeout: 15) { cam.driver.stats.frames > 60 }, "no Olympus frames: \(cam.driver.lastError ?? "-")")
+        #expect(cam.frameSize == (640, 480) || (cam.frameSize.width == 640 && cam.frameSize.height == 480))
+
+        let set = try await runProcessAsync(livegateBinary()!, ["set", "cam0", "whiteBalance", "tungsten", "--api", base], timeout: 30)
+        #expect(set.status == 0, "\(set.output)")
+        let sets = emu.setCamprops
+        #expect(sets.count == 1 && sets.first?.propname == "wbvalue" && sets.first?.value == "20", "\(sets)")
+
+        await gateway.stop()
+        await emu.stop()
+        let published = tap.drain()
+        let sent = emu.sentFrames.filter { !$0.damaged }
+        let sentBySHA = Dictionary(sent.map { (SHA256.hex($0.jpeg), $0) }, uniquingKeysWith: { a, _ in a })
+        #expect(published.count > 60)
+        // Every published frame is a frame the camera sent, byte for byte.
+        #expect(published.allSatisfy { sentBySHA[$0.sha] != nil })
+        // AF boxes land where the camera put them (the JPEG is the live-view size: same pixels).
+        var withAF = 0, matched = 0
+        for p in published {
+            guard let af = sentBySHA[p.sha]?.metadata.afFrame, af.colour != 0 else { continue }
+            withAF += 1
+            let want = PixelRect(x: Int(af.x), y: Int(af.y), width: Int(af.width), height: Int(af.height))
+            if p.af.contains(want) { matched += 1 }
+        }
+        #expect(withAF > 30)
+        #expect(Double(matched) >= 0.9 * Double(withAF), "\(matched) of \(withAF) frames with an AF box matched")
+        // The recording holds the published JPEGs, byte for byte.
+        let segments = try FileManager.default.contentsOfDirectory(atPath: recDir.path).filter { $0.hasSuffix(".mkv") }.sorted()
+        #expect(segments.count == 1)
+        let frameDir = try temporaryDirectory("livegate-olympus-frames")
+        defer { try? FileManager.default.removeItem(at: frameDir) }
+        let extract = try await runProcessAsync(which("ffmpeg")!, ["-v", "error", "-i", recDir.appendingPathComponent(segments[0]).path,
+                                                                   "-c", "copy", "-f", "image2", frameDir.appendingPathComponent("f%05d.jpg").path])
+        #expect(extract.status == 0, "\(extract.output)")
+        let recorded = try FileManager.default.contentsOfDirectory(atPath: frameDir.path).sorted()
+            .map { SHA256.hex(Array(try Data(contentsOf: frameDir.appendingPathComponent($0)))) }
+        #expect(recorded == published.map(\.sha), "the recording differs from what the camera sent")
+    }
+
+    /// The entropy-coded data of a JPEG (after the SOS header, up to the first EOI, which cannot occur
+    /// inside it): what RTP/JPEG carries unchanged, so a frame an RTSP client rebuilt (with its own
+    /// headers, and here a second EOI) can be matched to the camera's.
+    static func scanData(_ j: [UInt8]) -> ArraySlice<UInt8>? {
+        var i = 2
+        while i + 4 <= j.count, j[i] == 0xFF {
+            let marker = j[i + 1]
+            let len = Int(j[i + 2]) << 8 | Int(j[i + 3])
+            if marker == 0xDA {
+                let start = i + 2 + len
+                var k = start
+                while k + 1 < j.count, !(j[k] == 0xFF && j[k + 1] == 0xD9) { k += 1 }
+                return k + 1 < j.count ? j[start..<k] : nil
+            }
+            i += 2 + len
+        }
+        return nil
+    }
+
+    @Test(.enabled(if: ffmpegPresent, "needs ffmpeg"))
+    func theSameRTSPClientSeesTheCameraAgainWithinFiveSecondsOfARestart() async throws {
+        let emu = try await emulator()
+        let gateway = try await gateway(emu)
+        let cam = try #require(gateway.cameras.first)
+        #expect(await waitUntil(timeout: 15) { cam.driver.stats.frames > 10 })
+        let raw = try #require(gateway.urls(for: cam)["rtspRaw"])
+        let dir = try temporaryDirectory("livegate-olympus-rtsp")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // One ffmpeg client for the whole test, writing every frame it gets.
+        let ffmpeg = Process()
+        ffmpeg.executableURL = URL(fileURLWithPath: which("ffmpeg")!)
+        ffmpeg.arguments = ["-v", "error", "-rtsp_transport", "tcp", "-i", raw, "-c", "copy", "-f", "image2",
+                            dir.appendingPathComponent("f%06d.jpg").path]
+        ffmpeg.standardInput = FileHandle.nullDevice
+        ffmpeg.standardOutput = FileHandle.nullDevice
+        ffmpeg.standardError = FileHandle.nullDevice
+        try ffmpeg.run()
+        defer { if ffmpeg.isRunning { ffmpeg.terminate() } }
+        func received() -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).sorted() }
+        #expect(await waitUntil(timeout: 15) { received().count > 20 }, "the RTSP client got no frames")
+
+        // Sanity: frames before the restart match the camera's on their scan data.
+        let sentScans = Set(emu.sentFrames.compactMap { Self.scanData($0.jpeg).map { SHA256.hex($0) } })
+        let early = received().prefix(40).compactMap { name -> String? in
+            guard let b = FileManager.default.contents(atPath: dir.appendingPathComponent(name).path) else { return nil }
+            return Self.scanData(Array(b)).map { SHA256.hex($0) }
+        }
+        #expect(early.contains { sentScans.contains($0) }, "RTSP frames do not match the camera's scan data (\(early.count) checked)")
+        await emu.stop()
+        #expect(await waitUntil(timeout: 10) { cam.driver.state != .streaming })
+        try await Task.sleep(for: .seconds(1))
+        let seenBefore = Set(received())
+        let sentBefore = emu.sentFrames.count
+        _ = try await emu.start()
+        let restarted = Date()
+        // A frame the restarted camera sent reaches the same client (matched on its scan data).
+        var found: Date?
+        while found == nil && Date().timeIntervalSince(restarted) < 8 {
+            let newSent = Set(emu.sentFrames.dropFirst(sentBefore).compactMap { Self.scanData($0.jpeg).map { SHA256.hex($0) } })
+            for name in received() where !seenBefore.contains(name) {
+                guard let bytes = FileManager.default.contents(atPath: dir.appendingPathComponent(name).path),
+                      let scan = Self.scanData(Array(bytes)) else { continue }
+                if newSent.contains(SHA256.hex(scan)) { found = Date(); break }
+            }
+            if found == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(ffmpeg.isRunning, "the RTSP client gave up")
+        let after = try #require(found.map { $0.timeIntervalSince(restarted) }, "no frame of the restarted camera reached the client in 8 s")
+        print("olympus restart: first camera frame at the same RTSP client \(String(format: "%.2f", after)) s after the camera came back")
+        #expect(after < 5)
+        ffmpeg.terminate()
+        await gateway.stop()
+        await emu.stop()
+    }
+}
