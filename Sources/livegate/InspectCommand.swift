@@ -9,7 +9,7 @@ struct Inspect: ParsableCommand {
         abstract: "Print the frames of a live-view capture as JSON Lines (one object per complete frame).",
         discussion: """
             FORMAT is one of: \(Vendors.wireFormats.map(\.rawValue).joined(separator: ", ")), or auto to guess \
-            from the bytes. UDP formats (\(Vendors.wireFormats.filter(\.isPcap).map(\.rawValue).joined(separator: ", "))) read a classic libpcap file. Diagnostics, \
+            from the bytes. UDP formats (\(Vendors.wireFormats.filter(\.isPcap).map(\.rawValue).joined(separator: ", "))) read a classic libpcap file or an RFC 4571 dump (each datagram after its 16-bit big-endian length). Diagnostics, \
             with the byte offset and what was expected, go to stderr; damaged frames are skipped.
             """)
 

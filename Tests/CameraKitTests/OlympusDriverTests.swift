@@ -1,5 +1,5 @@
 @testable import CameraEmulators
-import CameraKit
+@testable import CameraKit
 import CameraWire
 import Foundation
 import JPEGKit
@@ -390,5 +390,18 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
                                  body: "", clientIP: "127.0.0.1", checkUserAgent: false)
         #expect(anyAgent.status == 200)
         #expect(st.requests.map(\.status) == [400, 200, 200])
+    }
+}
+
+/// The card listing as OI.Share bodies send it (CRLF lines, FAT dates), with hostile lines dropped.
+@Suite struct OlympusCardListingTests {
+    @Test func parsesTheListingAndDropsHostileOrMalformedLines() {
+        let text = "VER_100\r\n/DCIM/100OLYMP,P6130005.JPG,6137845,0,20685,36243\r\n/DCIM,100OLYMP,0,16,20685,36243\r\n"
+            + "/DCIM/100OLYMP,..,1,0,1,1\r\n/DCIM/100OLYMP,a/b.JPG,1,0,1,1\r\nDCIM,x.JPG,1,0,1,1\r\n/DCIM/100OLYMP,y.JPG,big,0,1,1\r\n"
+            + "/DCIM/100OLYMP,short\r\n"
+        let entries = OlympusCardEntry.parse(text)
+        #expect(entries.map(\.path) == ["/DCIM/100OLYMP/P6130005.JPG", "/DCIM/100OLYMP"])
+        #expect(entries.first?.size == 6137845 && entries.first?.isDirectory == false)
+        #expect(entries.last?.isDirectory == true)
     }
 }

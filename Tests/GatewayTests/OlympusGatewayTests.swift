@@ -171,4 +171,44 @@ import Testing
         await gateway.stop()
         await emu.stop()
     }
+
+    @Test func captureDownloadsTheNewFileFromTheCardAndARefusalIsTheCamerasReason() async throws {
+        let emu = try await emulator(history: 0)
+        emu.shootOnBody()  // a picture already on the card is not part of the next shot
+        let dir = try temporaryDirectory("livegate-olympus-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var options = GatewayOptions()
+        options.cameras = [try CameraSpec.parse(emu.cameraURL, index: 0)]
+        options.rtspPort = 0
+        options.hls = false
+        options.capturesDirectory = dir.path
+        var logger = Logger(label: "olympus-capture")
+        logger.logLevel = .warning
+        let gateway = Gateway(options: options, logger: logger)
+        try await gateway.start()
+        let cam = try #require(gateway.cameras.first)
+        #expect(await waitUntil(timeout: 15) { cam.driver.state == .streaming })
+        let files: [SavedCapture]
+        do { files = try await gateway.capture(camera: cam, autofocus: false) } catch {
+            Issue.record("\(error); requests: \(emu.requests.suffix(12).map { "\($0.method) \($0.path) \($0.query) \($0.status)" })")
+            throw error
+        }
+        #expect(files.count == 1)
+        let f = try #require(files.first)
+        #expect(emu.cardNames.count == 2 && f.cameraName == emu.cardNames.last)
+        #expect(Array(FileManager.default.contents(atPath: f.path) ?? Data()) == emu.cardFile(f.cameraName))
+        #expect(f.sha256 == SHA256.hex(emu.cardFile(f.cameraName) ?? []))
+        emu.refuseShots("CARD_FULL")
+        do {
+            _ = try await gateway.capture(camera: cam, autofocus: false)
+            Issue.record("a refused shot was reported as taken")
+        } catch {
+            #expect("\(error)".contains("CARD_FULL"), "\(error)")
+        }
+        #expect(gateway.captures(camera: "cam0").count == 1)
+        let before = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 5) { cam.driver.stats.frames > before + 3 }, "live view stopped after the shots")
+        await gateway.stop()
+        await emu.stop()
+    }
 }

@@ -7,25 +7,34 @@ import NIOPosix
 import Synchronization
 import Testing
 
-/// A started program whose stdout and stderr are collected.
-private func launch(_ path: String, _ args: [String]) throws -> (Process, Pipe, OutputBox) {
+/// A started program whose stdout and stderr go to a temporary file. (A file, not a Pipe with a
+/// readability handler: clearing that handler while libdispatch delivers to it crashed the test
+/// process once in `_dispatch_event_loop_drain`.)
+private func launch(_ path: String, _ args: [String]) throws -> (Process, FileHandle, URL) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
-    let out = Pipe()
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("livegate-proc-\(UUID().uuidString).out")
+    guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+        throw CocoaError(.fileWriteUnknown)
+    }
+    let out = try FileHandle(forWritingTo: file)
     p.standardOutput = out
     p.standardError = out
     p.standardInput = FileHandle.nullDevice
-    let collected = OutputBox()
-    out.fileHandleForReading.readabilityHandler = { h in collected.append(h.availableData) }
-    try p.run()
-    return (p, out, collected)
+    do { try p.run() } catch {
+        try? out.close()
+        try? FileManager.default.removeItem(at: file)
+        throw error
+    }
+    return (p, out, file)
 }
 
-private func collect(_ p: Process, _ out: Pipe, _ collected: OutputBox) -> (status: Int32, output: String) {
-    out.fileHandleForReading.readabilityHandler = nil
-    collected.append(out.fileHandleForReading.readDataToEndOfFile())
-    return (p.terminationStatus, collected.text)
+private func collect(_ p: Process, _ out: FileHandle, _ file: URL) -> (status: Int32, output: String) {
+    try? out.close()
+    let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+    try? FileManager.default.removeItem(at: file)
+    return (p.terminationStatus, text)
 }
 
 /// Runs a program with a deadline; returns exit status and output (stdout + stderr).
@@ -51,13 +60,6 @@ func runProcessAsync(_ path: String, _ args: [String], timeout: Double = 60) asy
         while p.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
     }
     return collect(p, out, collected)
-}
-
-final class OutputBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func append(_ d: Data) { lock.lock(); data.append(d); lock.unlock() }
-    var text: String { lock.lock(); defer { lock.unlock() }; return String(decoding: data, as: UTF8.self) }
 }
 
 /// Finds a program on PATH.

@@ -27,13 +27,23 @@ func runTool(_ path: String, _ args: [String], timeout: Double = 30, environment
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
     if let environment { p.environment = environment }
-    let out = Pipe(), err = Pipe()
+    // Output goes to temporary files, not Pipes with readability handlers: clearing a handler while
+    // libdispatch delivers to it crashed the test process once (`_dispatch_event_loop_drain`).
+    let tmp = FileManager.default.temporaryDirectory
+    let outFile = tmp.appendingPathComponent("livegate-tool-\(UUID().uuidString).out")
+    let errFile = tmp.appendingPathComponent("livegate-tool-\(UUID().uuidString).err")
+    _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
+    let out = try FileHandle(forWritingTo: outFile), err = try FileHandle(forWritingTo: errFile)
+    defer {
+        try? out.close()
+        try? err.close()
+        try? FileManager.default.removeItem(at: outFile)
+        try? FileManager.default.removeItem(at: errFile)
+    }
     p.standardOutput = out
     p.standardError = err
     p.standardInput = FileHandle.nullDevice
-    let outData = Mutex(Data()), errData = Mutex(Data())
-    out.fileHandleForReading.readabilityHandler = { h in let d = h.availableData; outData.withLock { $0.append(d) } }
-    err.fileHandleForReading.readabilityHandler = { h in let d = h.availableData; errData.withLock { $0.append(d) } }
     let started = Date()
     let state = ToolState()
     try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, Error>) in
@@ -56,15 +66,11 @@ func runTool(_ path: String, _ args: [String], timeout: Double = 30, environment
             }
         }
     }
-    out.fileHandleForReading.readabilityHandler = nil
-    err.fileHandleForReading.readabilityHandler = nil
-    let restOut = out.fileHandleForReading.readDataToEndOfFile()
-    let restErr = err.fileHandleForReading.readDataToEndOfFile()
-    outData.withLock { $0.append(restOut) }
-    errData.withLock { $0.append(restErr) }
+    let outData = (try? Data(contentsOf: outFile)) ?? Data()
+    let errData = (try? Data(contentsOf: errFile)) ?? Data()
     return ToolResult(status: p.terminationStatus,
-                      stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
-                      stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self),
+                      stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: String(decoding: errData, as: UTF8.self),
                       timedOut: state.timedOut.load(ordering: .relaxed), seconds: Date().timeIntervalSince(started))
 }
 

@@ -1,4 +1,5 @@
 public import CameraWire
+import Foundation
 import LiveViewCore
 public import Logging
 public import NIOCore
@@ -229,6 +230,24 @@ public final class OlympusEmulator: CameraEmulator, Sendable {
 
     // MARK: Requests
 
+    /// Renders a still (the test pattern at frame 1 000 000 + shot number) and writes it to the card.
+    @discardableResult
+    func shoot() -> String {
+        let n = state.withLock { $0.card.count } + 1
+        let jpeg = source.frame(index: 1_000_000 + n).jpeg
+        return state.withLock { $0.addShot(jpeg, at: Date()) }
+    }
+
+    /// A picture taken with the shutter button on the body; returns its name.
+    @discardableResult
+    public func shootOnBody() -> String { shoot() }
+    /// The bytes of a file on the card (`/DCIM/100OLYMP/NAME`).
+    public func cardFile(_ name: String) -> [UInt8]? { state.withLock { s in s.card.first { $0.name == name }?.bytes } }
+    /// The card's file names, oldest first.
+    public var cardNames: [String] { state.withLock { $0.card.map(\.name) } }
+    /// Refuses shots with HTTP 520 and `reason` (nil: accept them again).
+    public func refuseShots(_ reason: String?) { state.withLock { $0.refuseShots = reason } }
+
     /// Answers one request and carries out its effects.
     func handle(method: String, uri: String, headers: HTTPHeaders, body: String, clientIP: String) -> OlympusEmulatorState.Reply {
         let check = configuration.checkUserAgent
@@ -252,6 +271,8 @@ public final class OlympusEmulator: CameraEmulator, Sendable {
                 logger.debug("olympus emulator: live view to \(ip):\(port)")
             case .stopLiveView:
                 stream.withLock { $0.target = nil }
+            case .shoot:
+                shoot()
             }
         }
         return reply
@@ -415,13 +436,14 @@ final class OlympusEmulatorHTTPHandler: ChannelInboundHandler {
 
     private func respond(_ context: ChannelHandlerContext, _ reply: OlympusEmulatorState.Reply, keepAlive: Bool) {
         var h = HTTPHeaders()
-        if !reply.body.isEmpty { h.add(name: "Content-Type", value: reply.contentType) }
-        h.add(name: "Content-Length", value: String(reply.body.utf8.count))
+        let payload = reply.bytes ?? Array(reply.body.utf8)
+        if !payload.isEmpty { h.add(name: "Content-Type", value: reply.contentType) }
+        h.add(name: "Content-Length", value: String(payload.count))
         h.add(name: "Connection", value: keepAlive ? "Keep-Alive" : "close")
         let status = HTTPResponseStatus(statusCode: reply.status)
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: h))), promise: nil)
-        if !reply.body.isEmpty {
-            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: reply.body)))), promise: nil)
+        if !payload.isEmpty {
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: payload)))), promise: nil)
         }
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         if !keepAlive {

@@ -1,3 +1,4 @@
+import Foundation
 import CameraWire
 
 /// One HTTP request as the Olympus emulator saw it.
@@ -33,6 +34,8 @@ struct OlympusEmulatorState: Sendable {
     enum Effect: Sendable, Equatable {
         case startLiveView(ip: String, port: Int)
         case stopLiveView
+        /// The shutter was released: the emulator renders the picture and writes it to the card.
+        case shoot
     }
 
     struct Reply: Sendable {
@@ -40,7 +43,19 @@ struct OlympusEmulatorState: Sendable {
         var contentType: String
         var body: String
         var effects: [Effect] = []
+        /// A binary body (a file from the card), sent instead of `body`.
+        var bytes: [UInt8]? = nil
     }
+
+    /// One file on the emulated card (`/DCIM/100OLYMP`), with its FAT date and time.
+    struct CardFile: Sendable {
+        var name: String
+        var bytes: [UInt8]
+        var date: Int
+        var time: Int
+    }
+
+    static let cardFolder = "/DCIM/100OLYMP"
 
     /// One property: its name, whether it can be set, its allowed values.
     struct Property: Sendable {
@@ -97,6 +112,37 @@ struct OlympusEmulatorState: Sendable {
     var touchFrame: (x: Int, y: Int, size: Int)?
     var requests: [OlympusEmulatorRequest] = []
     var setCamprops: [OlympusSetCampropRecord] = []
+    /// The card, oldest first.
+    var card: [CardFile] = []
+    /// Shots refused with 520 and this message (a full card).
+    var refuseShots: String?
+
+    /// Writes a shot to the card under the next DCF name (`P` + month in hex + day + number).
+    mutating func addShot(_ jpeg: [UInt8], at date: Date) -> String {
+        let c = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: date)
+        let month = c.month ?? 1, day = c.day ?? 1
+        let name = String(format: "P%X%02d%04d.JPG", month, day, card.count + 1)
+        let fatDate = ((c.year ?? 1980) - 1980) << 9 | month << 5 | day
+        let fatTime = (c.hour ?? 0) << 11 | (c.minute ?? 0) << 5 | (c.second ?? 0) / 2
+        card.append(CardFile(name: name, bytes: jpeg, date: fatDate, time: fatTime))
+        return name
+    }
+
+    /// `get_imglist.cgi` text for a folder (nil: no such or empty folder, answered 404).
+    func imageList(_ dir: String) -> String? {
+        let d = dir.hasSuffix("/") && dir.count > 1 ? String(dir.dropLast()) : dir
+        var lines = ["VER_100"]
+        if d == "/DCIM" {
+            guard let last = card.last else { return nil }
+            lines.append("/DCIM,100OLYMP,0,16,\(last.date),\(last.time)")
+        } else if d == Self.cardFolder {
+            guard !card.isEmpty else { return nil }
+            for f in card { lines.append("\(Self.cardFolder),\(f.name),\(f.bytes.count),0,\(f.date),\(f.time)") }
+        } else {
+            return nil
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
     /// Points received by `assignafframe` (live-view pixels).
     var touchPoints: [(x: Int, y: Int)] = []
 
@@ -245,12 +291,25 @@ struct OlympusEmulatorState: Sendable {
                 return Self.ok
             case "starttake":
                 guard liveView else { return Self.vendorError }
+                if let why = refuseShots {
+                    return Reply(status: 520, contentType: "text/xml",
+                                 body: "<?xml version=\"1.0\"?><response><errorcode>0xB001</errorcode><errormsg>\(why)</errormsg><dbgmsg>reserved</dbgmsg></response>")
+                }
                 let f = touchFrame ?? frameForTouch(at: width / 2, height / 2)
                 touchFrame = nil
-                return Self.xml("<response><take>ok</take><affocus>ok</affocus><afframepoint>\(OlympusLiveViewSize.pad4(f.x))x\(OlympusLiveViewSize.pad4(f.y))</afframepoint><afframesize>\(OlympusLiveViewSize.pad4(f.size))x\(OlympusLiveViewSize.pad4(f.size))</afframesize></response>")
+                var r = Self.xml("<response><take>ok</take><affocus>ok</affocus><afframepoint>\(OlympusLiveViewSize.pad4(f.x))x\(OlympusLiveViewSize.pad4(f.y))</afframepoint><afframesize>\(OlympusLiveViewSize.pad4(f.size))x\(OlympusLiveViewSize.pad4(f.size))</afframesize></response>")
+                r.effects = [.shoot]
+                return r
             default:
                 return Self.badRequest
             }
+        case ("GET", "/get_imglist.cgi"):
+            guard let dir = query["DIR"], let text = imageList(dir) else { return Reply(status: 404, contentType: "text/plain", body: "") }
+            return Reply(status: 200, contentType: "text/plain", body: text)
+        case ("GET", _) where path.hasPrefix(Self.cardFolder + "/"):
+            let name = String(path.dropFirst(Self.cardFolder.count + 1))
+            guard let f = card.first(where: { $0.name == name }) else { return Reply(status: 404, contentType: "text/plain", body: "") }
+            return Reply(status: 200, contentType: "image/jpeg", body: "", bytes: f.bytes)
         default:
             return Reply(status: 404, contentType: "text/plain", body: "")
         }

@@ -45,8 +45,16 @@ public enum Inspector {
         case .udpDatagrams:
             var reader: PcapReader
             do { reader = try PcapReader(input) } catch {
-                diagnostic("offset 0: \(error)")
-                return Summary(frames: 0, issues: 1, droppedFrames: 0)
+                guard let records = DatagramDump.records(input) else {
+                    diagnostic("offset 0: not a pcap file nor an RFC 4571 datagram dump (\(error))")
+                    return Summary(frames: 0, issues: 1, droppedFrames: 0)
+                }
+                for r in records { parser.feed(r, sink) }
+                parser.finish(sink)
+                summary.frames = index
+                summary.issues = parser.stats.issues
+                summary.droppedFrames = parser.stats.droppedFrames
+                return summary
             }
             while true {
                 let rec: PcapRecord?

@@ -48,7 +48,8 @@ public struct WireFormat: Sendable, Hashable, CustomStringConvertible {
 
     /// Guesses the format of a whole input among `formats` (for `--format auto`); nil when nothing fits.
     /// A pcap file is matched on its UDP payloads (the first of at most 64 that a datagram format
-    /// recognises); anything else by the byte-stream formats' confidence in its first bytes.
+    /// recognises); anything else by the byte-stream formats' confidence in its first bytes, and
+    /// failing that as an RFC 4571 datagram dump (`DatagramDump`).
     public static func guess(_ bytes: [UInt8], among formats: [WireFormat]) -> WireFormat? {
         if var r = try? PcapReader(bytes) {
             let datagramFormats = formats.filter(\.isPcap)
@@ -60,7 +61,15 @@ public struct WireFormat: Sendable, Hashable, CustomStringConvertible {
             }
             return nil
         }
-        return best(formats.filter { !$0.isPcap }, bytes[...])
+        if let f = best(formats.filter { !$0.isPcap }, bytes[...]) { return f }
+        // An RFC 4571 dump of datagrams (16-bit length before each).
+        if let records = DatagramDump.records(bytes) {
+            let datagramFormats = formats.filter(\.isPcap)
+            for r in records.prefix(64) {
+                if let f = best(datagramFormats, r) { return f }
+            }
+        }
+        return nil
     }
 
     private static func best(_ formats: [WireFormat], _ bytes: ArraySlice<UInt8>) -> WireFormat? {

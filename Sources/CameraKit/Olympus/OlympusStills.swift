@@ -1,0 +1,99 @@
+import Foundation
+
+/// One line of `get_imglist.cgi`: `DIR,NAME,SIZE,ATTRIBUTE,DATE,TIME` (FAT date and time).
+struct OlympusCardEntry: Sendable, Hashable {
+    var directory: String
+    var name: String
+    var size: Int
+    var attributes: Int
+    var isDirectory: Bool { attributes & 16 != 0 }
+    var path: String { directory + "/" + name }
+
+    /// Parses a listing (first line `VER_100`); malformed lines are skipped.
+    static func parse(_ text: String) -> [OlympusCardEntry] {
+        text.split(whereSeparator: \.isNewline).compactMap { line in
+            let f = line.split(separator: ",", omittingEmptySubsequences: false)
+            guard f.count >= 6, f[0].hasPrefix("/"), let size = Int(f[2]), let attr = Int(f[3]), !f[1].isEmpty,
+                  !f[1].contains("/"), f[1] != "..", f[1] != "." else { return nil }
+            return OlympusCardEntry(directory: String(f[0]), name: String(f[1]), size: size, attributes: attr)
+        }
+    }
+}
+
+extension OlympusCGI {
+    /// GET of a file's bytes (a card file, up to `maxBytes`).
+    func download(_ path: String, maxBytes: Int) async throws -> [UInt8] {
+        var client = http
+        client.maxBodyBytes = maxBytes
+        let url = HTTPURL(host: endpoint.host, port: endpoint.port, target: path)
+        let r: HTTPResponse
+        do {
+            r = try await client.request("GET", url, headers: [("User-Agent", Self.userAgent)], body: nil, timeout: .seconds(120))
+        } catch {
+            throw CameraControlError.unavailable("GET \(path): \(error)")
+        }
+        guard r.status == 200 else { throw CameraControlError.camera(code: r.status, message: "GET \(path): HTTP \(r.status)") }
+        return r.body
+    }
+
+    /// Every file under `/DCIM` (one level of DCF folders); an empty card (404) is no files.
+    func cardFiles() async throws -> [OlympusCardEntry] {
+        func list(_ dir: String) async throws -> [OlympusCardEntry] {
+            do {
+                return OlympusCardEntry.parse(try await get("get_imglist", [("DIR", dir)]))
+            } catch CameraControlError.camera(let code, _) where code == 404 {
+                return []
+            }
+        }
+        var files: [OlympusCardEntry] = []
+        for folder in try await list("/DCIM") where folder.isDirectory {
+            files += try await list(folder.path).filter { !$0.isDirectory }
+        }
+        return files
+    }
+}
+
+extension OlympusDriver: StillCapturing {
+    /// `exec_takemotion.cgi?com=starttake` (the body focuses as set; OI.Share has no separate
+    /// half-press), then the new files that appear on the card are downloaded whole. OI.Share
+    /// bodies announce nothing by themselves, so shots taken on the body are not fetched.
+    public func capture(autofocus: Bool) async throws -> [CameraImage] {
+        guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        let before = Set(try await cgi.cardFiles().map(\.path))
+        let answer: String
+        do {
+            answer = try await cgi.get("exec_takemotion", [("com", "starttake")], timeout: .seconds(60))
+        } catch CameraControlError.camera(let code, let message) where code == 520 || code == 503 {
+            throw CameraControlError.refused(message)
+        }
+        if let take = OlympusXML.element("take", in: answer), take != "ok" {
+            throw CameraControlError.refused("the camera answered take=\(take)")
+        }
+        // The body writes the file after answering: wait for it (and for a RAW written beside it).
+        let deadline = ContinuousClock.now + .seconds(15)
+        var fresh: [OlympusCardEntry] = []
+        while ContinuousClock.now < deadline {
+            fresh = try await cgi.cardFiles().filter { !before.contains($0.path) }
+            if !fresh.isEmpty {
+                try await Task.sleep(for: .milliseconds(300))
+                fresh = try await cgi.cardFiles().filter { !before.contains($0.path) }
+                break
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        guard !fresh.isEmpty else {
+            throw CameraControlError.camera(code: 0, message: "the shot was taken but no new file appeared on the card within 15 s")
+        }
+        var images: [CameraImage] = []
+        for f in fresh {
+            let bytes = try await cgi.download(f.path, maxBytes: 512 * 1024 * 1024)
+            guard bytes.count == f.size else {
+                throw CameraControlError.camera(code: 0, message: "\(f.name): got \(bytes.count) bytes, the card lists \(f.size)")
+            }
+            images.append(CameraImage(name: f.name, bytes: bytes, fromBody: false))
+        }
+        return images
+    }
+
+    public func setImageSink(_ sink: @escaping CameraImageSink) {}
+}
