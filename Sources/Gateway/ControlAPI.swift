@@ -136,6 +136,7 @@ public enum ControlAPI {
             let cam = try camera(context, model)
             return json(["files": model.captures(camera: cam.id).map(\.json)])
         }
+        addFileRoutes(router, model: model)
         router.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                      body: .init(byteBuffer: ByteBuffer(string: model.metricsText())))
@@ -166,13 +167,19 @@ public enum ControlAPI {
         router.on("/whep/:id/sessions/:session", method: .options) { _, _ in
             Response(status: .noContent, headers: whepCORS)
         }
-        router.get("/api/v1/events") { _, _ in
+        router.get("/api/v1/events") { request, _ in
+            let only: String? = request.uri.queryParameters.get("camera").map { String($0) }
+            if let only, !model.cameras.contains(where: { $0.id == only }) {
+                throw APIError(.notFound, "no camera '\(only.prefix(64))'")
+            }
             guard let events = model.eventStream() else { throw APIError(.notFound, "no event stream here") }
             var headers: HTTPFields = [.contentType: "text/event-stream", .accessControlAllowOrigin: "*"]
             headers[.cacheControl] = "no-cache"
             return Response(status: .ok, headers: headers, body: ResponseBody { writer in
                 try await writer.write(ByteBuffer(string: ": livegate camera events (state, property, af)\n\n"))
-                for await text in events { try await writer.write(ByteBuffer(string: text)) }
+                for await text in events where only == nil || eventCamera(text) == only {
+                    try await writer.write(ByteBuffer(string: text))
+                }
                 try await writer.finish(nil)
             })
         }
@@ -183,6 +190,13 @@ public enum ControlAPI {
             try snapshot(context, model: model)
         }
         return router
+    }
+
+    /// The `camera` of an event's data (nil when it has none).
+    static func eventCamera(_ text: String) -> String? {
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("data: ") }),
+              let obj = try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)) as? [String: Any] else { return nil }
+        return obj["camera"] as? String
     }
 
     static let whepCORS: HTTPFields = [
@@ -416,17 +430,22 @@ struct APIError: Error, HTTPResponseError {
     let status: HTTPResponse.Status
     let message: String
     let extra: [String: any Sendable]
+    /// Headers the answer carries besides the JSON body (e.g. Content-Range of a 416).
+    let headers: HTTPFields
 
-    init(_ status: HTTPResponse.Status, _ message: String, extra: [String: any Sendable] = [:]) {
+    init(_ status: HTTPResponse.Status, _ message: String, extra: [String: any Sendable] = [:], headers: HTTPFields = [:]) {
         self.status = status
         self.message = message
         self.extra = extra
+        self.headers = headers
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
         var obj: [String: Any] = ["error": message]
         for (k, v) in extra { obj[k] = v }
-        return ControlAPI.json(obj, status: status)
+        var r = ControlAPI.json(obj, status: status)
+        for f in headers { r.headers.append(f) }
+        return r
     }
 }
 

@@ -1,8 +1,8 @@
 /// The page at `/`: every camera with its state (and why it is away), a live preview — WebRTC
 /// (WHEP) first, MJPEG when WebRTC does not come up, HLS last — where a click asks the camera to
 /// focus at that point, the property controls (built once from the camera's allowed values and then
-/// updated in place, never under the user's pointer) and the URLs to paste into OBS/ffmpeg/mpv with
-/// a copy button. No build step, no CDN: everything is in this page.
+/// updated in place, never under the user's pointer), a shutter button with the pictures saved (also
+/// those shot on the camera) and the URLs to paste into OBS/ffmpeg/mpv with a copy button. No build step, no CDN: everything is in this page.
 enum WebPage {
     static func escape(_ s: String) -> String {
         var out = ""
@@ -31,6 +31,8 @@ enum WebPage {
             <section data-camera="\(id)"><h2>\(id) <small>(\(escape(cam.driver.vendor)), <span class="state">…</span>)</small></h2>
             <div class="player"><video muted autoplay playsinline tabindex="0" aria-label="live picture of \(id); click to focus there"></video>
             <img hidden alt="live picture of \(id) (MJPEG); click to focus there" tabindex="0"><p class="mode"></p></div>
+            <p class="shutter" hidden><button class="shoot">Take picture</button> <span class="shot" role="status"></span></p>
+            <ul class="pictures" aria-label="pictures saved from \(id)"></ul>
             <table class="props"></table>
             <details><summary>URLs</summary><ul>\(links)</ul></details></section>
             """
@@ -93,12 +95,30 @@ enum WebPage {
           const r = await fetch('/api/v1/cameras/' + id + '/focus', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({x, y})});
           s.querySelector('.mode').textContent = (s.dataset.preview || '') + (r.ok ? ' · focus at ' + x + ',' + y : ' · focus refused');
         }
+        // Shutter (shown when the camera's vendor has one). Saved pictures are listed from the event
+        // stream, so shots taken on the camera body appear too.
+        function addPicture(s, f) {
+          const li = document.createElement('li');
+          li.textContent = f.name + ' — ' + f.bytes + ' bytes' + (f.fromBody ? ' (shot on the camera)' : '');
+          s.querySelector('.pictures').prepend(li);
+        }
+        async function shoot(s, b) {
+          const st = s.querySelector('.shot');
+          b.disabled = true; st.textContent = 'taking a picture…';
+          try {
+            const r = await fetch('/api/v1/cameras/' + s.dataset.camera + '/capture', {method: 'POST'});
+            const j = await r.json();
+            st.textContent = r.ok ? 'saved ' + j.files.map(f => f.name).join(', ') : 'refused: ' + j.error;
+          } catch (e) { st.textContent = 'failed: ' + e; }
+          b.disabled = false;
+        }
         // Properties: rows built once per property, values updated in place (not while focused).
         async function refresh(s) {
           const id = s.dataset.camera;
           try {
             const c = await (await fetch('/api/v1/cameras/' + id)).json();
             s.querySelector('.state').textContent = c.state + (c.reason ? ' — ' + c.reason : '') + ', ' + c.fps + ' fps';
+            s.querySelector('.shutter').hidden = !(c.capabilities && c.capabilities.shutter);
             const r = await fetch('/api/v1/cameras/' + id + '/properties');
             if (!r.ok) return;
             const t = s.querySelector('.props');
@@ -130,6 +150,8 @@ enum WebPage {
           preview(s);
           for (const el of s.querySelectorAll('.player video, .player img')) el.addEventListener('click', e => focusAt(s, e));
           refresh(s); setInterval(() => refresh(s), 2000);
+          s.querySelector('.shoot').onclick = e => shoot(s, e.target);
+          fetch('/api/v1/cameras/' + s.dataset.camera + '/captures').then(r => r.json()).then(j => j.files.forEach(f => addPicture(s, f))).catch(() => {});
         }
         // Live updates: one event stream for every camera (state with reason, property values).
         if (window.EventSource) {
@@ -137,6 +159,14 @@ enum WebPage {
           es.addEventListener('state', e => {
             const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');
             if (s) s.querySelector('.state').textContent = d.state + (d.reason ? ' — ' + d.reason : '');
+          });
+          es.addEventListener('capture', e => {
+            const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');
+            if (s) addPicture(s, d);
+          });
+          es.addEventListener('capture-failed', e => {
+            const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');
+            if (s) s.querySelector('.shot').textContent = 'LOST ' + d.name + ': ' + d.reason;
           });
           es.addEventListener('property', e => {
             const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');

@@ -51,6 +51,10 @@ import Testing
         // Choosing tungsten reached the camera, and the page shows the camera's value.
         #expect(emulator.calls.filter { $0.method == "setWhiteBalance" }.map(\.params) == [#"["Incandescent",false,-1]"#])
         #expect(seen["white_balance"] as? String == "tungsten")
+        // The shutter button, pressed with the keyboard: the picture the camera made is listed.
+        #expect((seen["picture"] as? String)?.contains("DSC00001.JPG") == true, "\(seen["picture"] ?? "none")")
+        #expect((seen["shot_status"] as? String)?.contains("saved DSC00001.JPG") == true, "\(seen["shot_status"] ?? "")")
+        #expect(emulator.cardNames == ["DSC00001.JPG"])
         #expect(seen["mjpeg_width"] as? Int == 320, "the MJPEG fallback showed no picture")
         #expect(FileManager.default.fileExists(atPath: shots + "/page-webrtc.png"))
         // The camera died: the page says so with the reason, and the picture keeps coming (the slate).

@@ -100,6 +100,9 @@ func startSonyGateway(fps: Double, label: String,
     options.cameras = [try CameraSpec.parse("sony://127.0.0.1:\(port)", index: 0)]
     options.rtspPort = 0
     options.hls = false
+    // Pictures never land in the working directory of a test run.
+    options.capturesDirectory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("livegate-captures-\(UUID().uuidString)").path
     configure(&options)
     var logger = Logger(label: label)
     logger.logLevel = .warning

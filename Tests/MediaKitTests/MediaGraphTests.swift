@@ -133,7 +133,7 @@ extension MediaTests {
         }
 
         /// An absent camera (connecting, refused, hanging) never blocks the server: DESCRIBE of its
-        /// mounts answers within 1 s with the slate, and another camera's clients are not delayed.
+        /// mounts answers at once (well under the 20 s a blocked server took) with the slate, and another camera's clients are not delayed.
         @Test func anAbsentCameraNeverBlocksTheServer() async throws {
             try #require(toolExists(ffmpeg), "ffmpeg not installed")
             let rtsp = try RTSPOutput(runtime: testRuntime, configuration: .init(address: "127.0.0.1", port: 0))
@@ -149,7 +149,9 @@ extension MediaTests {
             defer { feeder.stop() }
             for (id, raw) in [("away", false), ("away", true), ("live", false), ("live", true), ("away", false)] {
                 let t = try describeSeconds(rtsp.url(for: id, raw: raw))
-                #expect(t < 1, "DESCRIBE \(id)\(raw ? "/raw" : "") took \(t) s")
+                // Blocked, it took 20 s; answered at once it takes ~0.05 s. The bound leaves room for a
+                // loaded 2-core machine (1.008 s was seen once) without letting a block pass.
+                #expect(t < 3, "DESCRIBE \(id)\(raw ? "/raw" : "") took \(t) s")
             }
             // Clients of both cameras at once: each gets pictures (the slate at its low rate).
             let read = { (id: String, raw: Bool, frames: Int) in (0.0, ffmpeg, ["-nostdin", "-v", "error", "-rtsp_transport", "tcp", "-i",

@@ -4,7 +4,8 @@
 Usage: page_test.py BASE_URL SCREENSHOT_DIR [HANDSHAKE_DIR]
 Opens BASE_URL/, waits for the live preview, and prints one JSON line with what it saw:
   preview ("webrtc"/"mjpeg"/"hls"), frames decoded in 1 s, the picture size, the text after a
-  click at (25 %, 50 %) of the picture, the white balance shown after choosing "tungsten", and the
+  click at (25 %, 50 %) of the picture, the white balance shown after choosing "tungsten", the
+  picture listed after pressing the shutter button with the keyboard, and the
   MJPEG fallback's picture size (BASE_URL/?preview=mjpeg). Screenshots go to SCREENSHOT_DIR.
 With HANDSHAKE_DIR it then writes HANDSHAKE_DIR/ready, expects the test to stop the camera, and
 reports the state text the page shows and whether the picture (the offline slate) keeps coming.
@@ -53,6 +54,13 @@ with sync_playwright() as p:
     page.wait_for_timeout(4500)  # two refreshes
     out["white_balance"] = page.eval_on_selector(sel, "s => s.value")
     page.screenshot(path=os.path.join(shots, "page-after-controls.png"), full_page=True)
+
+    # The shutter button (keyboard: focus it and press Enter); the saved picture is listed.
+    page.focus("section[data-camera] button.shoot")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelector('section[data-camera] .pictures li') !== null", timeout=20000)
+    out["picture"] = page.text_content("section[data-camera] .pictures li")
+    out["shot_status"] = page.text_content("section[data-camera] .shot")
 
     # The MJPEG fallback.
     page2 = browser.new_page()

@@ -6,6 +6,9 @@ struct OlympusCardEntry: Sendable, Hashable {
     var name: String
     var size: Int
     var attributes: Int
+    /// FAT-packed date and time.
+    var fatDate: Int = 0
+    var fatTime: Int = 0
     var isDirectory: Bool { attributes & 16 != 0 }
     var path: String { directory + "/" + name }
 
@@ -15,7 +18,8 @@ struct OlympusCardEntry: Sendable, Hashable {
             let f = line.split(separator: ",", omittingEmptySubsequences: false)
             guard f.count >= 6, f[0].hasPrefix("/"), let size = Int(f[2]), let attr = Int(f[3]), !f[1].isEmpty,
                   !f[1].contains("/"), f[1] != "..", f[1] != "." else { return nil }
-            return OlympusCardEntry(directory: String(f[0]), name: String(f[1]), size: size, attributes: attr)
+            return OlympusCardEntry(directory: String(f[0]), name: String(f[1]), size: size, attributes: attr,
+                                    fatDate: Int(f[4]) ?? 0, fatTime: Int(f[5]) ?? 0)
         }
     }
 }

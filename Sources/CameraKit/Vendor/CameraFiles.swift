@@ -1,0 +1,54 @@
+public import Foundation
+public import NIOCore
+
+/// A file on the camera's card.
+public struct CameraFile: Sendable, Hashable {
+    public enum Kind: String, Sendable {
+        case image, raw, video, other
+    }
+
+    /// The camera's path (`/DCIM/100OLYMP/P6130005.JPG`): what the API addresses the file by.
+    public var path: String
+    public var size: Int
+    public var date: Date?
+
+    public init(path: String, size: Int, date: Date?) {
+        self.path = path
+        self.size = size
+        self.date = date
+    }
+
+    public var name: String { path.split(separator: "/").last.map(String.init) ?? path }
+    public var folder: String {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return "/" }
+        return String(path[..<slash])
+    }
+
+    public var kind: Kind {
+        switch name.split(separator: ".").last?.uppercased() ?? "" {
+        case "JPG", "JPEG", "HEIF", "HIF", "MPO": return .image
+        case "ORF", "ARW", "NEF", "NRW", "CR2", "CR3", "RAF", "RW2", "DNG", "SRW", "PEF": return .raw
+        case "MOV", "MP4", "AVI", "MTS", "M2TS", "MKV": return .video
+        default: return .other
+        }
+    }
+
+    /// MIME type for a download.
+    public var contentType: String {
+        switch name.split(separator: ".").last?.uppercased() ?? "" {
+        case "JPG", "JPEG": return "image/jpeg"
+        case "MOV": return "video/quicktime"
+        case "MP4": return "video/mp4"
+        case "AVI": return "video/x-msvideo"
+        default: return "application/octet-stream"
+        }
+    }
+}
+
+/// Browsing and downloading the card.
+public protocol CardBrowsing: AnyObject, Sendable {
+    /// Every file on the card.
+    func listFiles() async throws -> [CameraFile]
+    /// Streams a listed file's bytes to `body` as the camera sends them (bounded memory).
+    func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws
+}

@@ -1,0 +1,120 @@
+import CameraKit
+import Foundation
+import Hummingbird
+import HTTPTypes
+import NIOCore
+
+/// The card over HTTP: `GET /api/v1/cameras/{id}/files` (paged listing) and
+/// `GET /api/v1/cameras/{id}/files/{path}` (the file streamed from the camera, with Range).
+/// Only a path the camera lists can be downloaded: anything else — `..`, encoded or not — is 400 or 404.
+extension ControlAPI {
+    static func addFileRoutes(_ router: Router<BasicRequestContext>, model: any ControlModel) {
+        router.get("/api/v1/cameras/:id/files") { request, context in
+            let (_, card) = try browsing(context, model)
+            let offset = try queryInt(request, "offset", default: 0, range: 0...Int.max)
+            let limit = try queryInt(request, "limit", default: 100, range: 1...1000)
+            let all = try await mapErrors { try await card.listFiles() }.sorted { $0.path < $1.path }
+            let page = all.dropFirst(offset).prefix(limit)
+            return json(["total": all.count, "offset": offset, "limit": limit,
+                         "files": page.map(fileJSON)] as [String: Any])
+        }
+        router.get("/api/v1/cameras/:id/files/**") { request, context in
+            let (cam, card) = try browsing(context, model)
+            let path = try cardPath(context.parameters.getCatchAll())
+            let files = try await mapErrors { try await card.listFiles() }
+            guard let file = files.first(where: { $0.path == path }) else {
+                throw APIError(.notFound, "\(cam.id) has no file \(path)")
+            }
+            let range = try byteRange(request.headers[.range], size: file.size)
+            var headers: HTTPFields = [.contentType: file.contentType, .acceptRanges: "bytes"]
+            headers[.contentDisposition] = "attachment; filename=\"\(file.name)\""
+            let status: HTTPResponse.Status
+            let wanted: ClosedRange<Int>
+            if let range {
+                status = .partialContent
+                wanted = range
+                headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(file.size)"
+            } else {
+                status = .ok
+                wanted = 0...max(0, file.size - 1)
+            }
+            let length = file.size == 0 ? 0 : wanted.count
+            let body = ResponseBody(contentLength: length) { writer in
+                var offset = 0
+                try await card.download(file) { buf in
+                    // The camera sends the whole file: pass on only the wanted bytes.
+                    let start = offset, end = offset + buf.readableBytes
+                    offset = end
+                    let lo = max(start, wanted.lowerBound), hi = min(end, wanted.upperBound + 1)
+                    if lo < hi, let slice = buf.getSlice(at: buf.readerIndex + lo - start, length: hi - lo) {
+                        try await writer.write(slice)
+                    }
+                }
+                guard offset == file.size else {
+                    throw APIError(.badGateway, "\(file.path): the camera sent \(offset) bytes, its listing says \(file.size)")
+                }
+                try await writer.finish(nil)
+            }
+            return Response(status: status, headers: headers, body: body)
+        }
+    }
+
+    static func browsing(_ context: BasicRequestContext, _ model: any ControlModel) throws -> (CameraRuntime, any CardBrowsing) {
+        let cam = try camera(context, model)
+        try require(.files, of: cam)
+        guard let card = cam.driver as? any CardBrowsing else {
+            throw APIError(.notImplemented, "\(cam.id): \(cam.vendor.unsupportedReason(.files))")
+        }
+        return (cam, card)
+    }
+
+    /// `/A/B/C` from the request's path components, each percent-decoded once; `.`, `..`, empty
+    /// components, separators and control characters inside a component are refused.
+    static func cardPath(_ parts: [Substring]) throws -> String {
+        guard !parts.isEmpty, parts.count <= 16 else { throw APIError(.badRequest, "a file path is /FOLDER/…/NAME") }
+        var out: [String] = []
+        for raw in parts {
+            guard let p = String(raw).removingPercentEncoding, !p.isEmpty, p != ".", p != "..", p.count <= 255,
+                  !p.contains("/"), !p.contains("\\"), !p.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            else {
+                throw APIError(.badRequest, "'\(raw.prefix(64))' is not a file or folder name")
+            }
+            out.append(p)
+        }
+        return "/" + out.joined(separator: "/")
+    }
+
+    /// The one range of a `Range: bytes=…` header (nil: the whole file); 416 when unsatisfiable.
+    static func byteRange(_ header: String?, size: Int) throws -> ClosedRange<Int>? {
+        guard let header else { return nil }
+        func unsatisfiable() -> APIError {
+            APIError(.rangeNotSatisfiable, "range '\(header.prefix(64))' does not fit a \(size)-byte file",
+                     headers: [.contentRange: "bytes */\(size)"])
+        }
+        let h = header.trimmingCharacters(in: .whitespaces)
+        guard h.hasPrefix("bytes="), !h.contains(",") else { throw unsatisfiable() }
+        let spec = h.dropFirst("bytes=".count).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard spec.count == 2, size > 0 else { throw unsatisfiable() }
+        if spec[0].isEmpty {
+            guard let n = Int(spec[1]), n > 0 else { throw unsatisfiable() }
+            return max(0, size - n)...(size - 1)
+        }
+        guard let a = Int(spec[0]), a >= 0, a < size else { throw unsatisfiable() }
+        if spec[1].isEmpty { return a...(size - 1) }
+        guard let b = Int(spec[1]), b >= a else { throw unsatisfiable() }
+        return a...min(b, size - 1)
+    }
+
+    static func queryInt(_ request: Request, _ name: String, default d: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text = request.uri.queryParameters.get(name) else { return d }
+        guard let v = Int(text), range.contains(v) else {
+            throw APIError(.badRequest, "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return v
+    }
+
+    static func fileJSON(_ f: CameraFile) -> [String: Any] {
+        ["path": f.path, "name": f.name, "folder": f.folder, "size": f.size, "kind": f.kind.rawValue,
+         "date": f.date.map { ISO8601DateFormatter().string(from: $0) } ?? NSNull()]
+    }
+}
