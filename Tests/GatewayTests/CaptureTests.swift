@@ -2,6 +2,8 @@ import CameraEmulators
 import CameraKit
 import CameraWire
 import Foundation
+import NIOPosix
+import Logging
 @testable import Gateway
 import Testing
 
@@ -97,6 +99,39 @@ import Testing
         server.cancel()
         await gateway.stop()
         await emulator.stop()
+    }
+}
+
+/// The Bandit has no remote shutter, but announces photos taken with its button: they are fetched.
+@Suite(.serialized) struct BanditTransferTests {
+    @Test func aPhotoTakenOnTheCameraIsFetchedByItself() async throws {
+        let emu = BanditEmulator(port: 0, fps: 10, source: try TestPatternSource(width: 320, height: 240),
+                                 group: MultiThreadedEventLoopGroup.singleton, sentFrameHistory: 0)
+        _ = try await emu.start()
+        let dir = try temporaryDirectory("livegate-bandit-transfer")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var options = GatewayOptions()
+        options.cameras = [try CameraSpec.parse(emu.cameraURL, index: 0)]
+        options.rtspPort = 0
+        options.hls = false
+        options.capturesDirectory = dir.path
+        var logger = Logger(label: "bandit-transfer")
+        logger.logLevel = .warning
+        let gateway = Gateway(options: options, logger: logger)
+        try await gateway.start()
+        #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
+        let id = emu.shootOnBody()
+        #expect(await waitUntil(timeout: 10) { !gateway.captures(camera: "cam0").isEmpty }, "the photo was not fetched")
+        let saved = try #require(gateway.captures(camera: "cam0").first)
+        #expect(saved.fromBody && saved.cameraName == "TT00001.JPG")
+        #expect(Array(FileManager.default.contents(atPath: saved.path) ?? Data()) == emu.imageContents(id))
+        // The API still has no shutter for it: 501.
+        do {
+            _ = try await gateway.capture(camera: gateway.cameras[0], autofocus: false)
+            Issue.record("the Bandit took a picture through the API")
+        } catch {}
+        await gateway.stop()
+        await emu.stop()
     }
 }
 

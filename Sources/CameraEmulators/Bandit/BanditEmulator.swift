@@ -212,6 +212,20 @@ public final class BanditEmulator: CameraEmulator, @unchecked Sendable {
         }
     }
 
+    /// A photo taken with the button on the camera: stored (`images/<id>`, `…/contents`) and
+    /// announced with `photo_captured`. Returns its id.
+    @discardableResult
+    public func shootOnBody() -> String {
+        let n = state.images.withLock { $0.count } + 1
+        let jpeg = source.frame(index: 1_000_000 + n).jpeg
+        let image = state.addImage(jpeg)
+        notify("photo_captured", [image])
+        return image["id"] as? String ?? ""
+    }
+
+    /// The bytes of a stored photo.
+    public func imageContents(_ id: String) -> [UInt8]? { state.images.withLock { $0.first { $0.id == id }?.jpeg } }
+
     /// `memory_low` with `available_bytes`.
     public func notifyMemoryLow(availableBytes: Int64) { notify("memory_low", ["available_bytes": availableBytes]) }
 

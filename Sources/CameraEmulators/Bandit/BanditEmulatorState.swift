@@ -83,6 +83,23 @@ final class BanditEmulatorState: @unchecked Sendable {
     let values = Locked(Values())
     private let log = Locked<[(method: String, path: String, body: String)]>([])
     var backchannelPort = 0
+    /// Photos on the card: id, path, bytes.
+    let images = Locked<[(id: String, path: String, jpeg: [UInt8])]>([])
+
+    /// Stores a photo; returns its image object (bandit.md §5).
+    func addImage(_ jpeg: [UInt8]) -> [String: Any] {
+        images.withLock { list -> [String: Any] in
+            let id = String(format: "IMG%05X", list.count + 1)
+            let path = "DCIM/100TTCAM/TT\(String(format: "%05d", list.count + 1)).JPG"
+            list.append((id, path, jpeg))
+            return Self.imageJSON(id: id, path: path)
+        }
+    }
+
+    static func imageJSON(id: String, path: String) -> [String: Any] {
+        ["id": id, "path": path, "created": "2016-05-01T12:00:00Z", "lat_deg": 0.0, "lon_deg": 0.0, "mode": "normal",
+         "resolution": "16MP", "aspect_ratio": "4:3", "is_valid": true]
+    }
 
     var requests: [(method: String, path: String, body: String)] { log.withLock { $0 } }
 
@@ -137,6 +154,17 @@ final class BanditEmulatorState: @unchecked Sendable {
             return postViewfinder(obj, peer: peer)
         case ("POST", "/api/2/record"):
             return postRecord(obj)
+        case ("GET", "/api/2/images"):
+            let all = images.withLock { $0.map { Self.imageJSON(id: $0.id, path: $0.path) } }
+            return (.json(["total": all.count, "items": all]), [])
+        case ("GET", _) where path.hasPrefix("/api/2/images/"):
+            let rest = path.dropFirst("/api/2/images/".count).split(separator: "/", omittingEmptySubsequences: false)
+            guard let id = rest.first.map(String.init), let image = images.withLock({ $0.first { $0.id == id } }) else {
+                return (.error(.notFound, "no such image"), [])
+            }
+            if rest.count == 1 { return (.json(Self.imageJSON(id: image.id, path: image.path)), []) }
+            if rest.count == 2 && rest[1] == "contents" { return (Reply(status: .ok, body: image.jpeg), []) }
+            return (.error(.notFound, "no such resource: \(path)"), [])
         case ("GET", _), ("POST", _), ("PUT", _), ("DELETE", _):
             return (.error(.notFound, "no such resource: \(path)"), [])
         default:

@@ -53,6 +53,7 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
     private let recordingBox = Locked(false)
     private let portBox = Locked(0)
     private let restarts = Locked(0)
+    let transfer = BanditTransfer()
 
     /// No datagram for this long restarts the viewfinder.
     public var stallTimeout: Duration = .seconds(2)
@@ -261,6 +262,10 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
         case .recordingStopped(let ids):
             recordingBox.withLock { $0 = false }
             logger.info("bandit: recording stopped \(ids)")
+        case .photoCaptured(let ids):
+            logger.info("bandit: photo captured \(ids)")
+            let rest = self.rest, transfer = self.transfer
+            Task { await transfer.photosCaptured(ids, rest: rest) }
         case .memoryLow(let bytes):
             logger.warning("bandit: memory low, \(bytes) bytes available")
         case .memoryError:

@@ -6,7 +6,7 @@ public import NIOCore
 /// `/api/<version>/`. Bodies are JSON with `Content-Type: application/json`; success is HTTP 200.
 public final class BanditREST: Sendable {
     public let endpoint: BanditEndpoint
-    private let client: HTTPClient
+    let client: HTTPClient
     private let versionBox = Locked<String?>(nil)
     private let log = Locked<[(method: String, path: String)]>([])
 
