@@ -172,7 +172,7 @@ import Testing
         await emu.stop()
     }
 
-    @Test func captureDownloadsTheNewFileFromTheCardAndARefusalIsTheCamerasReason() async throws {
+    @Test func captureDownloadsTheNewFileABodyShotArrivesAndARefusalIsTheCamerasReason() async throws {
         let emu = try await emulator(history: 0)
         emu.shootOnBody()  // a picture already on the card is not part of the next shot
         let dir = try temporaryDirectory("livegate-olympus-capture")
@@ -198,6 +198,15 @@ import Testing
         #expect(emu.cardNames.count == 2 && f.cameraName == emu.cardNames.last)
         #expect(Array(FileManager.default.contents(atPath: f.path) ?? Data()) == emu.cardFile(f.cameraName))
         #expect(f.sha256 == SHA256.hex(emu.cardFile(f.cameraName) ?? []))
+        // A shot on the body is found on the card and fetched by itself; the API's own shot is not
+        // fetched a second time.
+        let body = emu.shootOnBody()
+        #expect(await waitUntil(timeout: 10) { gateway.captures(camera: "cam0").contains { $0.cameraName == body } },
+                "the body shot \(body) was not fetched")
+        let bodySaved = try #require(gateway.captures(camera: "cam0").first { $0.cameraName == body })
+        #expect(bodySaved.fromBody && Array(FileManager.default.contents(atPath: bodySaved.path) ?? Data()) == emu.cardFile(body))
+        try await Task.sleep(for: .seconds(3))  // more than one look at the card
+        #expect(gateway.captures(camera: "cam0").count == 2, "\(gateway.captures(camera: "cam0").map(\.cameraName))")
         emu.refuseShots("CARD_FULL")
         do {
             _ = try await gateway.capture(camera: cam, autofocus: false)
@@ -205,7 +214,7 @@ import Testing
         } catch {
             #expect("\(error)".contains("CARD_FULL"), "\(error)")
         }
-        #expect(gateway.captures(camera: "cam0").count == 1)
+        #expect(gateway.captures(camera: "cam0").count == 2)
         let before = cam.driver.stats.frames
         #expect(await waitUntil(timeout: 5) { cam.driver.stats.frames > before + 3 }, "live view stopped after the shots")
         await gateway.stop()

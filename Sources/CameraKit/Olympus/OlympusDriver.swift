@@ -20,6 +20,7 @@ public final class OlympusDriver: CameraDriver, Sendable {
     public let stats = DriverStats()
     public let endpoint: OlympusEndpoint
     public let cgi: OlympusCGI
+    let cardWatch = OlympusCardWatch()
     public let options: Options
 
     /// Timing of the stall handling.
@@ -127,6 +128,9 @@ public final class OlympusDriver: CameraDriver, Sendable {
                 $0.port = nil
             }
         }
+        let watch = cardWatch, cardCGI = cgi
+        let watcher = Task { await watch.run(cgi: cardCGI) }
+        defer { watcher.cancel() }
         lastDatagram.store(MonotonicClock.nanos(), ordering: .relaxed)
         lifecycle.resetStallClock()
         let start = [("com", "startliveview"), ("port", String(port))]

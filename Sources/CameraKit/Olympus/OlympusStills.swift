@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One line of `get_imglist.cgi`: `DIR,NAME,SIZE,ATTRIBUTE,DATE,TIME` (FAT date and time).
 struct OlympusCardEntry: Sendable, Hashable {
@@ -57,12 +58,78 @@ extension OlympusCGI {
     }
 }
 
+/// OI.Share bodies announce nothing, so the cheapest way to learn of a shot taken on the body is
+/// to look at the card: every 2 s while live view runs and a sink is installed, new files are
+/// fetched (each once) and handed on. The first look only learns what is already there. Captures
+/// of livegate's own pause the watch and claim their files.
+final class OlympusCardWatch: Sendable {
+    static let interval: Duration = .seconds(2)
+    private struct State {
+        var sink: CameraImageSink?
+        var known = Set<String>()
+        var baseline = false
+        var capturing = 0
+    }
+    private let state = Mutex(State())
+
+    func setSink(_ s: @escaping CameraImageSink) { state.withLock { $0.sink = s } }
+    func beginCapture() { state.withLock { $0.capturing += 1 } }
+    func endCapture(claiming paths: [String]) {
+        state.withLock { s in
+            s.capturing -= 1
+            s.known.formUnion(paths)
+        }
+    }
+
+    /// Runs until cancelled: a first look at once (what is on the card when live view starts is
+    /// not new), then one every `interval`.
+    func run(cgi: OlympusCGI) async {
+        var first = true
+        while !Task.isCancelled {
+            if !first { try? await Task.sleep(for: Self.interval) }
+            first = false
+            guard !Task.isCancelled else { return }
+            guard let sink = state.withLock({ $0.capturing == 0 ? $0.sink : nil }) else { continue }
+            guard let files = try? await cgi.cardFiles() else { continue }
+            let fresh = state.withLock { s -> [OlympusCardEntry] in
+                guard s.capturing == 0 else { return [] }
+                defer {
+                    s.known.formUnion(files.map(\.path))
+                    s.baseline = true
+                }
+                return s.baseline ? files.filter { !s.known.contains($0.path) } : []
+            }
+            for f in fresh {
+                var bytes: [UInt8]?
+                var lastError = ""
+                for attempt in 0..<3 where bytes == nil {
+                    if attempt > 0 { try? await Task.sleep(for: .milliseconds(300 * attempt)) }
+                    do {
+                        let b = try await cgi.download(f.path, maxBytes: 512 * 1024 * 1024)
+                        if b.count == f.size { bytes = b } else { lastError = "got \(b.count) bytes, the card lists \(f.size)" }
+                    } catch {
+                        lastError = "\(error)"
+                    }
+                }
+                if let bytes {
+                    await sink(.image(CameraImage(name: f.name, bytes: bytes, fromBody: true)))
+                } else {
+                    await sink(.lost(name: f.name, reason: lastError))
+                }
+            }
+        }
+    }
+}
+
 extension OlympusDriver: StillCapturing {
     /// `exec_takemotion.cgi?com=starttake` (the body focuses as set; OI.Share has no separate
-    /// half-press), then the new files that appear on the card are downloaded whole. OI.Share
-    /// bodies announce nothing by themselves, so shots taken on the body are not fetched.
+    /// half-press), then the new files that appear on the card are downloaded whole. Shots taken on
+    /// the body are found by `OlympusCardWatch`.
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        cardWatch.beginCapture()
+        var claimed: [String] = []
+        defer { cardWatch.endCapture(claiming: claimed) }
         let before = Set(try await cgi.cardFiles().map(\.path))
         let answer: String
         do {
@@ -88,6 +155,7 @@ extension OlympusDriver: StillCapturing {
         guard !fresh.isEmpty else {
             throw CameraControlError.camera(code: 0, message: "the shot was taken but no new file appeared on the card within 15 s")
         }
+        claimed = fresh.map(\.path)
         var images: [CameraImage] = []
         for f in fresh {
             let bytes = try await cgi.download(f.path, maxBytes: 512 * 1024 * 1024)
@@ -99,5 +167,5 @@ extension OlympusDriver: StillCapturing {
         return images
     }
 
-    public func setImageSink(_ sink: @escaping CameraImageSink) {}
+    public func setImageSink(_ sink: @escaping CameraImageSink) { cardWatch.setSink(sink) }
 }

@@ -11,7 +11,7 @@ public struct OlympusVendor: CameraVendor {
     public var urlSyntax: String {
         "olympus://[HOST][:PORT][?lvport=UDP_PORT&lvqty=640x480&afspace=jpeg|lvqty] (the camera is 192.168.0.10:80)"
     }
-    public var capabilities: CameraCapabilities { [.liveView, .afAreas, .touchAF, .shutter, .files] }
+    public var capabilities: CameraCapabilities { [.liveView, .afAreas, .touchAF, .shutter, .transfer, .files] }
     public var properties: [PropertyName] { PropertyName.allCases }
     public var wireFormats: [WireFormat] { [.olympusRTP] }
     public var hasEmulator: Bool { true }
