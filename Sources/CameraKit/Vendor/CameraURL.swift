@@ -114,11 +114,6 @@ public struct CameraURL: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
-    /// True when the camera is on this machine (tests, emulators).
-    public var isLoopback: Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
-
     public var description: String {
         let h = host.contains(":") ? "[\(host)]" : host
         var s = "\(scheme)://\(h)"
