@@ -65,10 +65,14 @@ import Testing
         let body = try #require(gateway.captures(camera: "cam0").first { $0.cameraName == name })
         #expect(body.fromBody)
         #expect(Array(FileManager.default.contents(atPath: body.path) ?? Data()) == emulator.cardFile(name))
-        // A long exposure: the camera answers 40403 first, the picture comes from awaitTakePicture.
+        // A long exposure, focusing first: half-press, then the camera answers 40403 and the picture
+        // comes from awaitTakePicture; the half-press is released after.
         emulator.setLongExposure(true)
         let cam = gateway.cameras[0]
-        let files = try await gateway.capture(camera: cam, autofocus: false)
+        let files = try await gateway.capture(camera: cam, autofocus: true)
+        let order = emulator.calls.map(\.method).filter { ["actHalfPressShutter", "actTakePicture", "cancelHalfPressShutter"].contains($0) }
+        #expect(await waitUntil(timeout: 5) { emulator.calls.contains { $0.method == "cancelHalfPressShutter" } })
+        #expect(order.prefix(2) == ["actHalfPressShutter", "actTakePicture"], "\(order)")
         #expect(files.count == 1 && !files[0].fromBody)
         #expect(Array(FileManager.default.contents(atPath: files[0].path) ?? Data()) == emulator.cardFile(files[0].cameraName))
         #expect(emulator.calls.contains { $0.method == "awaitTakePicture" })

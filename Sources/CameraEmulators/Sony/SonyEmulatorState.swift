@@ -26,6 +26,8 @@ final class SonyEmulatorState: @unchecked Sendable {
         var awaiting: String? = nil
         /// Postview URLs of shots taken on the body, reported once by getEvent index 5.
         var bodyShots: [String] = []
+        /// The shutter button is held half-way (focus locked).
+        var halfPressed = false
     }
 
     static let whiteBalanceModes = [
@@ -53,7 +55,7 @@ final class SonyEmulatorState: @unchecked Sendable {
         "getAvailableExposureCompensation", "getExposureCompensation", "setExposureCompensation",
         "getAvailableFocusMode", "getFocusMode", "setFocusMode",
         "setTouchAFPosition", "cancelTouchAFPosition", "getTouchAFPosition",
-        "actTakePicture", "awaitTakePicture",
+        "actTakePicture", "awaitTakePicture", "actHalfPressShutter", "cancelHalfPressShutter",
     ]
 
     private let lock = Locked(Settings())
@@ -174,6 +176,13 @@ final class SonyEmulatorState: @unchecked Sendable {
                     return .error(40403, "Long shooting")
                 }
                 return .result([[url]])
+            case "actHalfPressShutter":
+                guard s.recMode else { return .error(40401, "Camera Not Ready") }
+                s.halfPressed = true
+                return .result([0])
+            case "cancelHalfPressShutter":
+                s.halfPressed = false
+                return .result([0])
             case "awaitTakePicture":
                 guard let url = s.awaiting else { return .error(40401, "Camera Not Ready") }
                 s.awaiting = nil

@@ -1,7 +1,8 @@
 import Foundation
 import LiveViewCore
 
-/// Still capture over the Camera Remote API: `actTakePicture` (with `awaitTakePicture` while the
+/// Still capture over the Camera Remote API: `actHalfPressShutter` when focusing first is asked,
+/// `actTakePicture` (with `awaitTakePicture` while the
 /// camera answers 40403, a long exposure), then a plain GET of each postview URL. Shots taken on the
 /// body arrive as postview URLs in getEvent index 5; each URL is fetched once, and URLs seen while a
 /// capture of livegate's own is in flight wait until it has claimed its own.
@@ -57,9 +58,22 @@ final class SonyStills: Sendable {
     }
 
     /// A capture of livegate's own: the shot, then its pictures.
-    func capture(rpc: SonyRPC, client: HTTPClient) async throws -> [CameraImage] {
+    func capture(rpc: SonyRPC, client: HTTPClient, autofocus: Bool) async throws -> [CameraImage] {
         state.withLock { $0.capturing += 1 }
         defer { finishCapture(client: client) }
+        // Half-press first when asked (bodies without it answer 12 "No Such Method": shoot anyway).
+        var halfPressed = false
+        if autofocus {
+            do {
+                _ = try await rpc.call("actHalfPressShutter", timeout: .seconds(10))
+                halfPressed = true
+            } catch CameraControlError.camera(let code, _) where code == 12 || code == 40401 {
+                halfPressed = false
+            }
+        }
+        defer {
+            if halfPressed { Task { _ = try? await rpc.call("cancelHalfPressShutter", timeout: .seconds(5)) } }
+        }
         var result: [Any]
         do {
             result = try await rpc.call("actTakePicture", timeout: .seconds(60))
@@ -121,7 +135,7 @@ final class SonyStills: Sendable {
 extension SonyDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
-        return try await stills.capture(rpc: rpc, client: stillClient)
+        return try await stills.capture(rpc: rpc, client: stillClient, autofocus: autofocus)
     }
 
     public func setImageSink(_ sink: @escaping CameraImageSink) { stills.setSink(sink) }
