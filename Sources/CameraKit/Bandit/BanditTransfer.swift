@@ -27,37 +27,25 @@ extension BanditREST {
 /// Photos the Bandit announces on its backchannel (`photo_captured`, also for shots taken with the
 /// button on the camera): each is fetched once, with retries, and handed to the image sink.
 final class BanditTransfer: Sendable {
-    static let attempts = 3
     private let sink = Locked<CameraImageSink?>(nil)
-    private let seen = Locked<[String]>([])
+    private let handled = Locked(HandledImages())
 
     func setSink(_ s: @escaping CameraImageSink) { sink.withLock { $0 = s } }
 
     func photosCaptured(_ ids: [String], rest: BanditREST) async {
         guard let sink = sink.withLock({ $0 }) else { return }
         for id in ids {
-            let fresh = seen.withLock { s -> Bool in
-                guard !s.contains(id) else { return false }
-                s.append(id)
-                if s.count > 4096 { s.removeFirst(1024) }
-                return true
-            }
-            guard fresh else { continue }
+            guard handled.withLock({ $0.claim(id) }) else { continue }
             var name = "\(id).JPG"
             if let obj = try? await rest.call("GET", "images/\(BanditREST.pathComponent(id))"),
                let path = obj["path"] as? String, let last = path.split(separator: "/").last {
                 name = String(last)
             }
-            var lastError = ""
-            var bytes: [UInt8]?
-            for attempt in 0..<Self.attempts where bytes == nil {
-                if attempt > 0 { try? await Task.sleep(for: .milliseconds(300 * attempt)) }
-                do { bytes = try await rest.imageContents(id, maxBytes: 256 * 1024 * 1024) } catch { lastError = "\(error)" }
-            }
-            if let bytes {
+            do {
+                let bytes = try await retrying { try await rest.imageContents(id, maxBytes: 256 * 1024 * 1024) }
                 await sink(.image(CameraImage(name: name, bytes: bytes, fromBody: true)))
-            } else {
-                await sink(.lost(name: name, reason: lastError))
+            } catch {
+                await sink(.lost(name: name, reason: "\(error)"))
             }
         }
     }

@@ -41,6 +41,15 @@ extension OlympusCGI {
         return r.body
     }
 
+    /// A card file whole, checked against the size the listing gives.
+    func download(_ f: OlympusCardEntry) async throws -> [UInt8] {
+        let bytes = try await download(f.path, maxBytes: 512 * 1024 * 1024)
+        guard bytes.count == f.size else {
+            throw CameraControlError.camera(code: 0, message: "\(f.name): got \(bytes.count) bytes, the card lists \(f.size)")
+        }
+        return bytes
+    }
+
     /// Every file under `/DCIM` (one level of DCF folders); an empty card (404) is no files.
     func cardFiles() async throws -> [OlympusCardEntry] {
         func list(_ dir: String) async throws -> [OlympusCardEntry] {
@@ -100,21 +109,11 @@ final class OlympusCardWatch: Sendable {
                 return s.baseline ? files.filter { !s.known.contains($0.path) } : []
             }
             for f in fresh {
-                var bytes: [UInt8]?
-                var lastError = ""
-                for attempt in 0..<3 where bytes == nil {
-                    if attempt > 0 { try? await Task.sleep(for: .milliseconds(300 * attempt)) }
-                    do {
-                        let b = try await cgi.download(f.path, maxBytes: 512 * 1024 * 1024)
-                        if b.count == f.size { bytes = b } else { lastError = "got \(b.count) bytes, the card lists \(f.size)" }
-                    } catch {
-                        lastError = "\(error)"
-                    }
-                }
-                if let bytes {
+                do {
+                    let bytes = try await retrying { try await cgi.download(f) }
                     await sink(.image(CameraImage(name: f.name, bytes: bytes, fromBody: true)))
-                } else {
-                    await sink(.lost(name: f.name, reason: lastError))
+                } catch {
+                    await sink(.lost(name: f.name, reason: "\(error)"))
                 }
             }
         }
@@ -158,11 +157,7 @@ extension OlympusDriver: StillCapturing {
         claimed = fresh.map(\.path)
         var images: [CameraImage] = []
         for f in fresh {
-            let bytes = try await cgi.download(f.path, maxBytes: 512 * 1024 * 1024)
-            guard bytes.count == f.size else {
-                throw CameraControlError.camera(code: 0, message: "\(f.name): got \(bytes.count) bytes, the card lists \(f.size)")
-            }
-            images.append(CameraImage(name: f.name, bytes: bytes, fromBody: false))
+            images.append(CameraImage(name: f.name, bytes: try await cgi.download(f), fromBody: false))
         }
         return images
     }

@@ -8,12 +8,10 @@ import LiveViewCore
 /// capture of livegate's own is in flight wait until it has claimed its own.
 final class SonyStills: Sendable {
     static let maxImageBytes = 256 * 1024 * 1024
-    /// Attempts per postview GET.
-    static let attempts = 3
 
     private struct State {
         var sink: CameraImageSink?
-        var seen: [String] = []
+        var handled = HandledImages()
         var capturing = 0
         var deferred: [String] = []
     }
@@ -22,14 +20,7 @@ final class SonyStills: Sendable {
     func setSink(_ sink: @escaping CameraImageSink) { state.withLock { $0.sink = sink } }
 
     /// Marks `url` as handled; false when it was already.
-    private func claim(_ url: String) -> Bool {
-        state.withLock { s in
-            guard !s.seen.contains(url) else { return false }
-            s.seen.append(url)
-            if s.seen.count > 4096 { s.seen.removeFirst(1024) }
-            return true
-        }
-    }
+    private func claim(_ url: String) -> Bool { state.withLock { $0.handled.claim(url) } }
 
     /// The camera's file name of a postview URL.
     static func name(of url: String) -> String {
@@ -40,21 +31,13 @@ final class SonyStills: Sendable {
     /// GET with retries; throws the last error.
     static func fetch(_ url: String, client: HTTPClient) async throws -> [UInt8] {
         guard let target = HTTPURL(url) else { throw CameraControlError.camera(code: 6, message: "unusable postview URL \(url)") }
-        var lastError: any Error = CameraControlError.unavailable("no attempt")
-        for attempt in 0..<attempts {
-            if attempt > 0 { try? await Task.sleep(for: .milliseconds(300 * attempt)) }
-            do {
-                let r = try await client.request("GET", target, timeout: .seconds(60))
-                guard r.status == 200 else {
-                    lastError = CameraControlError.camera(code: r.status, message: "postview GET \(target.target): HTTP \(r.status)")
-                    continue
-                }
-                return r.body
-            } catch {
-                lastError = error
+        return try await retrying {
+            let r = try await client.request("GET", target, timeout: .seconds(60))
+            guard r.status == 200 else {
+                throw CameraControlError.camera(code: r.status, message: "postview GET \(target.target): HTTP \(r.status)")
             }
+            return r.body
         }
-        throw lastError
     }
 
     /// A capture of livegate's own: the shot, then its pictures.

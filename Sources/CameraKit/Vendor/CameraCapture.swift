@@ -35,3 +35,33 @@ public protocol StillCapturing: AnyObject, Sendable {
     /// Installs the sink for images the camera announces by itself. Called before `start`.
     func setImageSink(_ sink: @escaping CameraImageSink)
 }
+
+/// Runs `body` up to `attempts` times, waiting 300 ms × attempt between tries (a camera still
+/// writing the file, a dropped Wi-Fi packet); throws the last error.
+func retrying<T>(attempts: Int = 3, _ body: () async throws -> T) async throws -> T {
+    var attempt = 0
+    while true {
+        do {
+            return try await body()
+        } catch {
+            attempt += 1
+            guard attempt < attempts else { throw error }
+            try? await Task.sleep(for: .milliseconds(300 * attempt))
+        }
+    }
+}
+
+/// Names of images already handled (each announced image is fetched once); the oldest are
+/// forgotten past `limit`.
+struct HandledImages: Sendable {
+    private var names: [String] = []
+    static let limit = 4096
+
+    /// Marks `name` as handled; false when it already was.
+    mutating func claim(_ name: String) -> Bool {
+        guard !names.contains(name) else { return false }
+        names.append(name)
+        if names.count > Self.limit { names.removeFirst(1024) }
+        return true
+    }
+}
