@@ -43,28 +43,25 @@ public enum Inspector {
         case .byteStream:
             parser.feed(input[...], sink)
         case .udpDatagrams:
-            var reader: PcapReader
+            let reader: PcapReader
             do { reader = try PcapReader(input) } catch {
                 guard let records = DatagramDump.records(input) else {
                     diagnostic("offset 0: not a pcap file nor an RFC 4571 datagram dump (\(error))")
                     return Summary(frames: 0, issues: 1, droppedFrames: 0)
                 }
                 for r in records { parser.feed(r, sink) }
-                parser.finish(sink)
-                summary.frames = index
-                summary.issues = parser.stats.issues
-                summary.droppedFrames = parser.stats.droppedFrames
-                return summary
+                break
             }
+            var pcap = reader
             while true {
                 let rec: PcapRecord?
-                do { rec = try reader.next() } catch {
+                do { rec = try pcap.next() } catch {
                     diagnostic("\(error)")
                     pcapIssues += 1
                     break
                 }
                 guard let rec else { break }
-                guard let udp = PacketDecoder.udp(linkType: reader.linkType, frame: rec.data) else { continue }
+                guard let udp = PacketDecoder.udp(linkType: pcap.linkType, frame: rec.data) else { continue }
                 parser.feed(udp.payload, sink)
             }
         }
