@@ -114,15 +114,7 @@ import Testing
         _ = try await emu.start()
         let dir = try temporaryDirectory("livegate-bandit-transfer")
         defer { try? FileManager.default.removeItem(at: dir) }
-        var options = GatewayOptions()
-        options.cameras = [try CameraSpec.parse(emu.cameraURL, index: 0)]
-        options.rtspPort = 0
-        options.hls = false
-        options.capturesDirectory = dir.path
-        var logger = Logger(label: "bandit-transfer")
-        logger.logLevel = .warning
-        let gateway = Gateway(options: options, logger: logger)
-        try await gateway.start()
+        let gateway = try await startGateway(camera: emu.cameraURL, label: "bandit-transfer") { $0.capturesDirectory = dir.path }
         #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
         let id = emu.shootOnBody()
         #expect(await waitUntil(timeout: 10) { !gateway.captures(camera: "cam0").isEmpty }, "the photo was not fetched")

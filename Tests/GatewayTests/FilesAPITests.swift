@@ -16,14 +16,7 @@ import Testing
         try await emu.start()
         emu.shootOnBody()
         emu.shootOnBody()
-        var options = GatewayOptions()
-        options.cameras = [try CameraSpec.parse(emu.cameraURL, index: 0)]
-        options.rtspPort = 0
-        options.hls = false
-        var logger = Logger(label: "files")
-        logger.logLevel = .warning
-        let gateway = Gateway(options: options, logger: logger)
-        try await gateway.start()
+        let gateway = try await startGateway(camera: emu.cameraURL, label: "files")
         let (server, base) = try await startAPIServer(gateway)
         #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
         return (emu, gateway, server, base)

@@ -35,16 +35,7 @@ import Testing
     }
 
     func gateway(_ emu: OlympusEmulator, record: URL? = nil) async throws -> Gateway {
-        var options = GatewayOptions()
-        options.cameras = [try CameraSpec.parse(emu.cameraURL, index: 0)]
-        options.rtspPort = 0
-        options.hls = false
-        options.recordDirectory = record?.path
-        var logger = Logger(label: "olympus-e2e")
-        logger.logLevel = .warning
-        let gateway = Gateway(options: options, logger: logger)
-        try await gateway.start()
-        return gateway
+        try await startGateway(camera: emu.cameraURL, label: "olympus-e2e") { $0.recordDirectory = record?.path }
     }
 
     @Test(.enabled(if: ffmpegPresent && livegateBinary() != nil, "needs ffmpeg and the livegate binary"))
@@ -177,15 +168,7 @@ import Testing
         emu.shootOnBody()  // a picture already on the card is not part of the next shot
         let dir = try temporaryDirectory("livegate-olympus-capture")
         defer { try? FileManager.default.removeItem(at: dir) }
-        var options = GatewayOptions()
-        options.cameras = [try CameraSpec.parse(emu.cameraURL, index: 0)]
-        options.rtspPort = 0
-        options.hls = false
-        options.capturesDirectory = dir.path
-        var logger = Logger(label: "olympus-capture")
-        logger.logLevel = .warning
-        let gateway = Gateway(options: options, logger: logger)
-        try await gateway.start()
+        let gateway = try await startGateway(camera: emu.cameraURL, label: "olympus-capture") { $0.capturesDirectory = dir.path }
         let cam = try #require(gateway.cameras.first)
         #expect(await waitUntil(timeout: 15) { cam.driver.state == .streaming })
         let files: [SavedCapture]

@@ -96,8 +96,14 @@ func startSonyGateway(fps: Double, label: String,
     let emulator = SonyEmulator(port: 0, fps: fps, source: try TestPatternSource(width: 320, height: 240),
                                 group: MultiThreadedEventLoopGroup.singleton)
     let port = try await emulator.start()
+    return (emulator, try await startGateway(camera: "sony://127.0.0.1:\(port)", label: label, configure))
+}
+
+/// A started gateway with one camera (`cam0`): no HLS, a free RTSP port, warnings logged.
+func startGateway(camera url: String, label: String,
+                  _ configure: (inout GatewayOptions) -> Void = { _ in }) async throws -> Gateway {
     var options = GatewayOptions()
-    options.cameras = [try CameraSpec.parse("sony://127.0.0.1:\(port)", index: 0)]
+    options.cameras = [try CameraSpec.parse(url, index: 0)]
     options.rtspPort = 0
     options.hls = false
     // Pictures never land in the working directory of a test run.
@@ -108,7 +114,7 @@ func startSonyGateway(fps: Double, label: String,
     logger.logLevel = .warning
     let gateway = Gateway(options: options, logger: logger)
     try await gateway.start()
-    return (emulator, gateway)
+    return gateway
 }
 
 /// The control API of `model` served on a free loopback port; returns the server task and base URL.

@@ -41,15 +41,7 @@ import Vendors
 
     @Test(.enabled(if: which("curl") != nil, "needs curl"))
     func touchAFOnAVendorWithoutItIs501WithTheReason() async throws {
-        var options = GatewayOptions()
-        options.cameras = [try CameraSpec.parse("emulator:bandit", index: 0)]
-        options.rtspPort = 0
-        options.hls = false
-        options.emulatorFPS = 5
-        var logger = Logger(label: "vendors")
-        logger.logLevel = .warning
-        let gateway = Gateway(options: options, logger: logger)
-        try await gateway.start()
+        let gateway = try await startGateway(camera: "emulator:bandit", label: "vendors") { $0.emulatorFPS = 5 }
         let (server, base) = try await startAPIServer(gateway)
         defer { server.cancel() }
         let summary = try await runProcessAsync(which("curl")!, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 10)
