@@ -66,7 +66,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Gateway",
-            dependencies: ["Vendors", "CameraKit", "CameraEmulators", "MediaKit", "CameraWire", "LiveViewCore",
+            dependencies: ["Vendors", "CameraKit", "CameraEmulators", "MediaKit", "CameraWire", "LiveViewCore", "JPEGKit",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "Logging", package: "swift-log")],
@@ -90,7 +90,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["Gateway", "Vendors", "CameraKit", "CameraEmulators", "LiveViewCore",
+            dependencies: ["Gateway", "Vendors", "CameraKit", "CameraEmulators", "LiveViewCore", "JPEGKit",
                            .product(name: "HummingbirdTesting", package: "hummingbird")],
             swiftSettings: strict),
     ]

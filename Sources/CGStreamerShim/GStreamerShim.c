@@ -397,6 +397,29 @@ gint64 lg_webrtc_last_peer_rtcp(GstElement *webrtc) {
     return last ? __atomic_load_n(last, __ATOMIC_RELAXED) : 0;
 }
 
+static GstPadProbeReturn lg_on_upstream_event(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad;
+    GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
+    if (event && gst_event_has_name(event, "GstForceKeyUnit")) __atomic_add_fetch((gint *)data, 1, __ATOMIC_RELAXED);
+    return GST_PAD_PROBE_OK;
+}
+
+gboolean lg_watch_key_unit_requests(GstElement *source) {
+    GstPad *pad = gst_element_get_static_pad(source, "src");
+    if (!pad) return FALSE;
+    gint *count = g_new0(gint, 1);
+    /* Freed with the element, after its pads (and this probe) are gone. */
+    g_object_set_data_full(G_OBJECT(source), "livegate-key-unit-requests", count, g_free);
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, lg_on_upstream_event, count, NULL);
+    gst_object_unref(pad);
+    return TRUE;
+}
+
+gint lg_take_key_unit_requests(GstElement *source) {
+    gint *count = g_object_get_data(G_OBJECT(source), "livegate-key-unit-requests");
+    return count ? __atomic_exchange_n(count, 0, __ATOMIC_RELAXED) : 0;
+}
+
 gint lg_webrtc_connection_state(GstElement *webrtc) {
     GstWebRTCPeerConnectionState state = GST_WEBRTC_PEER_CONNECTION_STATE_NEW;
     g_object_get(webrtc, "connection-state", &state, NULL);

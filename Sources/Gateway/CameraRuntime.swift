@@ -1,4 +1,5 @@
 public import CameraKit
+public import JPEGKit
 public import LiveViewCore
 public import Vendors
 
@@ -11,6 +12,8 @@ public final class CameraRuntime: Sendable {
     public let hub: FrameHub
     /// The vendor plug-in: capabilities and the reasons for what is missing.
     public let vendor: any CameraVendor
+    /// The camera's JPEGs with their AF areas drawn, for MJPEG viewers that ask (idle until one does).
+    public let afJPEG = AFJPEGAnnotator()
 
     public init(id: String, index: Int, url: String, driver: any CameraDriver, hub: FrameHub, vendor: any CameraVendor) {
         self.id = id

@@ -1,6 +1,7 @@
 import CameraKit
 import Foundation
 public import Hummingbird
+import JPEGKit
 import LiveViewCore
 public import MediaKit
 import Logging
@@ -183,8 +184,8 @@ public enum ControlAPI {
                 try await writer.finish(nil)
             })
         }
-        router.get("/mjpeg/:id") { _, context in
-            try mjpegStream(context, model: model)
+        router.get("/mjpeg/:id") { request, context in
+            try mjpegStream(request, context, model: model)
         }
         router.get("/snapshot/:file") { _, context in
             try snapshot(context, model: model)
@@ -244,8 +245,15 @@ public enum ControlAPI {
 
     /// `multipart/x-mixed-replace`: every part one JPEG exactly as the camera sent it (or the offline
     /// slate while the camera is away), the newest one each time the client is ready for the next.
-    static func mjpegStream(_ context: BasicRequestContext, model: any ControlModel) throws -> Response {
+    /// `?overlay=af` draws the camera's AF areas into the frames that have some (decoded and encoded
+    /// again for these viewers only, once per frame however many ask).
+    static func mjpegStream(_ request: Request, _ context: BasicRequestContext, model: any ControlModel) throws -> Response {
         let cam = try camera(context, model)
+        let overlay = request.uri.queryParameters.get("overlay").map { String($0) } ?? "none"
+        guard overlay == "af" || overlay == "none" else {
+            throw APIError(.badRequest, "overlay must be af or none, not '\(overlay.prefix(32))'")
+        }
+        let annotator: AFJPEGAnnotator? = overlay == "af" ? cam.afJPEG : nil
         guard let sub = model.mjpegSubscribe(camera: cam.id) else {
             throw APIError(.serviceUnavailable, "\(cam.id) has no media outputs (started with --no-outputs?)")
         }
@@ -255,10 +263,12 @@ public enum ControlAPI {
         let body = ResponseBody { writer in
             defer { sub.cancel() }
             while let frame = await sub.next() {
+                let drawn = annotator?.annotate(frame)
+                let count = drawn?.count ?? frame.count
                 var part = ByteBuffer()
-                part.reserveCapacity(frame.count + 128)
-                part.writeString("--\(mjpegBoundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(frame.count)\r\n\r\n")
-                part.writeBytes(frame.bytes)
+                part.reserveCapacity(count + 128)
+                part.writeString("--\(mjpegBoundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(count)\r\n\r\n")
+                if let drawn { part.writeBytes(drawn) } else { part.writeBytes(frame.bytes) }
                 frame.release()
                 part.writeString("\r\n")
                 try await writer.write(part)

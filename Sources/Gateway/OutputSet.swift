@@ -207,6 +207,7 @@ final class OutputSet: @unchecked Sendable {
             ("livegate_output_overflows_total", "Frames refused by a full lossless queue (recorder).", \.overflows, "counter"),
             ("livegate_output_clients", "Connected clients of an output.", \.clients, "gauge"),
             ("livegate_output_errors_total", "Errors reported by an output's pipeline.", \.errors, "counter"),
+            ("livegate_output_keyframe_requests_total", "Key frames clients asked for (RTCP PLI/FIR).", \.keyframeRequests, "counter"),
         ]
         for (name, help, key, type) in series {
             m.help(name, help, type: type)

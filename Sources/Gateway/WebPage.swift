@@ -30,7 +30,8 @@ enum WebPage {
             rows += """
             <section data-camera="\(id)"><h2>\(id) <small>(\(escape(cam.driver.vendor)), <span class="state">…</span>)</small></h2>
             <div class="player"><video muted autoplay playsinline tabindex="0" aria-label="live picture of \(id); click to focus there"></video>
-            <img hidden alt="live picture of \(id) (MJPEG); click to focus there" tabindex="0"><p class="mode"></p></div>
+            <img hidden alt="live picture of \(id) (MJPEG); click to focus there" tabindex="0"><canvas class="af" hidden aria-hidden="true"></canvas></div>
+            <p class="mode"></p><p><label><input type="checkbox" class="aftoggle"> show the camera's AF areas</label></p>
             <p class="shutter" hidden><button class="shoot">Take picture</button> <span class="shot" role="status"></span></p>
             <ul class="pictures" aria-label="pictures saved from \(id)"></ul>
             <table class="props"></table>
@@ -41,7 +42,8 @@ enum WebPage {
         <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
         <title>livegate</title><link rel="icon" href="data:,">
         <style>body{font-family:sans-serif;margin:1em;max-width:60em}code{background:#eee;padding:2px 4px;word-break:break-all}
-        td{padding:2px 8px}.player video,.player img{width:100%;max-width:768px;background:#000;cursor:crosshair}
+        td{padding:2px 8px}.player{position:relative;max-width:768px}.player video,.player img{width:100%;background:#000;cursor:crosshair;display:block}
+        .player canvas.af{position:absolute;left:0;top:0;pointer-events:none}[hidden]{display:none!important}
         .mode{color:#666;font-size:90%;margin:0}</style>
         </head><body><h1>livegate</h1>\(rows)
         <script>
@@ -94,6 +96,29 @@ enum WebPage {
           const x = Math.round((e.clientX - box.left) / box.width * w), y = Math.round((e.clientY - box.top) / box.height * h);
           const r = await fetch('/api/v1/cameras/' + id + '/focus', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({x, y})});
           s.querySelector('.mode').textContent = (s.dataset.preview || '') + (r.ok ? ' · focus at ' + x + ',' + y : ' · focus refused');
+        }
+        // AF overlay, drawn in the browser from the `af` events (the picture stays the camera's, no
+        // second encoder): boxes scaled from the camera frame's pixels to the picture on screen.
+        const afColours = {focused: '#0f0', locked: '#0f0', focusing: '#ff0', notFocused: '#f00'};
+        function drawAF(s) {
+          const c = s.querySelector('canvas.af'), on = s.querySelector('.aftoggle').checked, d = s.afEvent;
+          c.hidden = !on;
+          if (!on) return;
+          const el = s.dataset.preview === 'mjpeg' ? s.querySelector('img') : s.querySelector('video');
+          const box = el.getBoundingClientRect();
+          c.width = Math.round(box.width); c.height = Math.round(box.height);
+          const g = c.getContext('2d');
+          g.clearRect(0, 0, c.width, c.height);
+          c.dataset.boxes = '0';
+          if (!d || !d.width || !d.height) return;
+          const sx = c.width / d.width, sy = c.height / d.height;
+          g.lineWidth = 2;
+          for (const a of d.areas) {
+            g.strokeStyle = afColours[a.state] || (a.kind === 'face' || a.kind === 'eye' ? '#0ff' : '#fff');
+            g.strokeRect(a.x * sx + 1, a.y * sy + 1, Math.max(1, a.w * sx - 2), Math.max(1, a.h * sy - 2));
+          }
+          c.dataset.boxes = String(d.areas.length);
+          c.dataset.scale = sx.toFixed(4) + ',' + sy.toFixed(4);
         }
         // Shutter (shown when the camera's vendor has one). Saved pictures are listed from the event
         // stream, so shots taken on the camera body appear too.
@@ -151,6 +176,8 @@ enum WebPage {
           for (const el of s.querySelectorAll('.player video, .player img')) el.addEventListener('click', e => focusAt(s, e));
           refresh(s); setInterval(() => refresh(s), 2000);
           s.querySelector('.shoot').onclick = e => shoot(s, e.target);
+          s.querySelector('.aftoggle').onchange = () => drawAF(s);
+          window.addEventListener('resize', () => drawAF(s));
           fetch('/api/v1/cameras/' + s.dataset.camera + '/captures').then(r => r.json()).then(j => j.files.forEach(f => addPicture(s, f))).catch(() => {});
         }
         // Live updates: one event stream for every camera (state with reason, property values).
@@ -159,6 +186,10 @@ enum WebPage {
           es.addEventListener('state', e => {
             const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');
             if (s) s.querySelector('.state').textContent = d.state + (d.reason ? ' — ' + d.reason : '');
+          });
+          es.addEventListener('af', e => {
+            const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');
+            if (s) { s.afEvent = d; drawAF(s); }
           });
           es.addEventListener('capture', e => {
             const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');

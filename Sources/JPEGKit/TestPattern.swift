@@ -135,7 +135,8 @@ public final class TestPattern {
             for (bit, (px, py)) in probes.enumerated() {
                 let xx = x + px, yy = y + py
                 guard xx < p.width, yy < p.height else { return nil }
-                if p.luma(x: xx, y: yy) > 128 { mask |= 1 << (6 - bit) }
+                // Above the overlay's green (luma ≈ 150), which crosses the counter with an AF box.
+                if p.luma(x: xx, y: yy) > 192 { mask |= 1 << (6 - bit) }
             }
             guard let d = segments.firstIndex(of: mask) else { return nil }
             value = value * 10 + d

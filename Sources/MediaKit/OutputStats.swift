@@ -18,6 +18,9 @@ public struct OutputStats: Sendable, Hashable {
     public var clients: Int = 0
     /// Errors (decode failures, GStreamer errors).
     public var errors: Int = 0
+    /// Key frames the clients asked for (WebRTC viewers' RTCP PLI/FIR), served rate-limited by the
+    /// camera's shared encoder.
+    public var keyframeRequests: Int = 0
 
     /// Zeroed counters.
     public init(output: String, camera: String) {

@@ -10,7 +10,8 @@ import Synchronization
 /// as RTSP and HLS). Non-trickle: the answer waits for ICE gathering (a fraction of a second on
 /// loopback) and carries every candidate, on the listen address only (libnice leaves loopback out
 /// unless told). A viewer's first frame is a key frame forced once its connection is up (what was
-/// sent before DTLS completed never reached it). Sessions end on DELETE, when the connection fails
+/// sent before DTLS completed never reached it); a viewer's RTCP PLI/FIR asks the shared encoder for
+/// a key frame (rate-limited). Sessions end on DELETE, when the connection fails
 /// or stays disconnected, or when it never connects.
 public final class WHEPOutput: Sendable {
     /// WHEP settings.
@@ -84,6 +85,8 @@ public final class WHEPOutput: Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(100))
                 for s in state.all() {
+                    let asked = s.serveKeyframeRequests()
+                    if asked > 0 { state.countKeyframeRequests(camera: s.camera, asked) }
                     if let why = s.check(connectTimeout: c.connectTimeout, disconnectedTimeout: c.disconnectedTimeout) {
                         if state.remove(s.id) != nil {
                             s.close()
@@ -158,6 +161,7 @@ public final class WHEPOutput: Sendable {
             s.clients = mine.count
             s.framesOut = state.finishedFrames(camera: id) + mine.reduce(0) { $0 + $1.source.pushed }
             s.errors = mine.reduce(0) { $0 + $1.pipeline.errorCount }
+            s.keyframeRequests = state.keyframeRequests(camera: id)
             return s
         }
     }
@@ -168,6 +172,7 @@ final class WHEPState: Sendable {
     let cameras = Mutex<[String: CameraGraph]>([:])
     private let sessions = Mutex<[String: WHEPSession]>([:])
     private let finished = Mutex<[String: Int]>([:])
+    private let keyRequests = Mutex<[String: Int]>([:])
     private let negotiating = Mutex(0)
 
     /// Takes a place for an offer being negotiated, when sessions + negotiations stay below `max`.
@@ -192,6 +197,8 @@ final class WHEPState: Sendable {
     func all() -> [WHEPSession] { sessions.withLock { Array($0.values) } }
     var count: Int { sessions.withLock { $0.count } }
     func finishedFrames(camera: String) -> Int { finished.withLock { $0[camera] ?? 0 } }
+    func countKeyframeRequests(camera: String, _ n: Int) { keyRequests.withLock { $0[camera, default: 0] += n } }
+    func keyframeRequests(camera: String) -> Int { keyRequests.withLock { $0[camera] ?? 0 } }
 }
 
 /// One viewer: its pipeline, its consumer of the encoded branch and its connection's progress.
@@ -255,6 +262,9 @@ final class WHEPSession: Sendable {
             pipeline.stop()
             return .failure(.failed("\(error)"))
         }
+        if lg_watch_key_unit_requests(src) == 0 {
+            logger.warning("cannot watch the viewer's key-frame requests (PLI/FIR); it gets key frames on the 1 s grid only")
+        }
         let source = AppSource(element: src, owner: 0)
         let consumer = graph.encoded.addConsumer(kind: .stream, source: source)
         var err: UnsafeMutablePointer<CChar>?
@@ -309,6 +319,14 @@ final class WHEPSession: Sendable {
         }
         if joinNow { encoded.joined(consumer) }
         return verdict
+    }
+
+    /// Passes the viewer's key-frame requests (RTCP PLI/FIR, seen as upstream force-key-unit events
+    /// at the appsrc) to the shared encoder once connected; returns how many there were.
+    func serveKeyframeRequests() -> Int {
+        let n = Int(lg_take_key_unit_requests(source.element))
+        if n > 0, progress.withLock({ $0.connected && !$0.closed }) { encoded.keyframeAsked(by: consumer) }
+        return n
     }
 
     /// Leaves the encoder and stops the pipeline. Idempotent.

@@ -3,6 +3,7 @@ import CameraWire
 import Foundation
 import Gateway
 import Hummingbird
+import JPEGKit
 import LiveViewCore
 import Logging
 import NIOPosix
@@ -88,6 +89,83 @@ import Testing
         let noStream = try runProcess(Self.curl!, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(base)/mjpeg/cam9"], timeout: 20)
         #expect(noStream.output.contains("404"))
 
+        await gateway.stop()
+        await emulator.stop()
+    }
+
+    /// The frames a hub published, with their AF areas (for the overlay test).
+    final class AFTap: @unchecked Sendable {
+        let queue = BoundedFrameQueue(capacity: 4096)
+        func drain() -> [(bytes: [UInt8], af: [AFArea])] {
+            var out: [([UInt8], [AFArea])] = []
+            while let f = queue.pop() {
+                if !f.isSlate { out.append((Array(f.bytes), f.afAreas)) }
+                f.release()
+            }
+            return out
+        }
+    }
+
+    /// `?overlay=af`: every part is the camera's frame with its AF areas drawn where the camera put
+    /// them (found by the test pattern's frame counter), no part is the camera's untouched JPEG; a
+    /// plain viewer at the same time still gets the camera's bytes; a bad overlay value is a 400.
+    @Test(.enabled(if: curl != nil, "curl is needed (deploy/install-deps.sh installs it)"))
+    func mjpegWithOverlayDrawsTheCameraAFAreas() async throws {
+        let (emulator, gateway) = try await startSonyGateway(fps: 30, label: "mjpeg-af") { $0.lingerSeconds = 1 }
+        let cam = try #require(gateway.cameras.first)
+        let tap = AFTap()
+        cam.hub.attach(tap.queue)
+        let (server, base) = try await startAPIServer(gateway)
+        defer { server.cancel() }
+        let streaming = await waitUntil(timeout: 10) { cam.driver.state == .streaming }
+        try #require(streaming, "the camera never streamed")
+        let dir = try temporaryDirectory("livegate-mjpeg-af")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let drawnFile = dir.appendingPathComponent("af.bin").path, plainFile = dir.appendingPathComponent("plain.bin").path
+        async let plainRun = runProcessAsync(Self.curl!, ["-s", "--max-time", "2", "-o", plainFile, "\(base)/mjpeg/cam0"], timeout: 20)
+        let r = try runProcess(Self.curl!, ["-s", "--max-time", "2", "-o", drawnFile, "\(base)/mjpeg/cam0?overlay=af"], timeout: 20)
+        #expect(r.status == 28, "curl: \(r.output)")
+        _ = try await plainRun
+        let sent = tap.drain()
+        let sentSHAs = Set(sent.map { SHA256.hex($0.bytes) })
+        let plain = Self.parts(try [UInt8](Data(contentsOf: URL(fileURLWithPath: plainFile))), boundary: "livegate-mjpeg-frame")
+        #expect(plain.count >= 5 && plain.allSatisfy { sentSHAs.contains(SHA256.hex($0.body)) }, "the plain viewer got something else than the camera's JPEGs")
+        let drawn = Self.parts(try [UInt8](Data(contentsOf: URL(fileURLWithPath: drawnFile))), boundary: "livegate-mjpeg-frame")
+        #expect(drawn.count >= 5, "only \(drawn.count) parts in 2 s")
+
+        // The camera's frames by their counter.
+        let decoder = try JPEGDecoder()
+        var byCounter: [Int: [AFArea]] = [:]
+        for f in sent where !f.af.isEmpty {
+            let pic = I420Picture(width: 16, height: 16)
+            try f.bytes.withUnsafeBytes { try decoder.decode($0, into: pic) }
+            if let n = TestPattern.readCounter(from: pic, patternWidth: pic.width, patternHeight: pic.height) { byCounter[n] = f.af }
+        }
+        var checked = 0
+        for (i, p) in drawn.enumerated() {
+            #expect(!sentSHAs.contains(SHA256.hex(p.body)), "part \(i) is the camera's JPEG untouched")
+            let pic = I420Picture(width: 16, height: 16)
+            try p.body.withUnsafeBytes { try decoder.decode($0, into: pic) }
+            guard let n = TestPattern.readCounter(from: pic, patternWidth: pic.width, patternHeight: pic.height),
+                  let areas = byCounter[n] else { continue }
+            // A white box over the counter can make it misread: those frames are not judged.
+            if areas.contains(where: { $0.pixels.x < pic.width / 2 && $0.pixels.y < pic.height / 3 }) { continue }
+            for a in areas where a.kind != .invalid && a.state != .invalid {
+                // The middle of the box's top and left edges carries the overlay's colour.
+                let colour = AFOverlay.color(for: a)
+                let r = a.pixels
+                for (x, y) in [(r.x + r.width / 2, r.y + 1), (r.x + 1, r.y + r.height / 2)] where x >= 0 && y >= 0 && x < pic.width && y < pic.height {
+                    let luma = Int(pic.luma(x: x, y: y))
+                    #expect(abs(luma - Int(colour.y)) < 48, "frame \(n): luma \(luma) at (\(x),\(y)), the overlay's is \(colour.y)")
+                }
+            }
+            checked += 1
+        }
+        #expect(checked * 2 >= drawn.count, "only \(checked) of \(drawn.count) annotated parts matched a camera frame with AF areas")
+        #expect(cam.afJPEG.counts.annotated >= checked && cam.afJPEG.counts.failures == 0)
+
+        let bad = try runProcess(Self.curl!, ["-s", "-w", "\n%{http_code}", "\(base)/mjpeg/cam0?overlay=boxes"], timeout: 20)
+        #expect(bad.output.hasSuffix("400") && bad.output.contains("overlay must be af or none"), "\(bad.output)")
         await gateway.stop()
         await emulator.stop()
     }

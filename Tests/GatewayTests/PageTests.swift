@@ -56,6 +56,13 @@ import Testing
         #expect((seen["shot_status"] as? String)?.contains("saved DSC00001.JPG") == true, "\(seen["shot_status"] ?? "")")
         #expect(emulator.cardNames == ["DSC00001.JPG"])
         #expect(seen["mjpeg_width"] as? Int == 320, "the MJPEG fallback showed no picture")
+        // The AF toggle: the page draws the camera's boxes over its picture, scaled, and hides them again.
+        let af = seen["af"] as? [String: Any] ?? [:]
+        #expect((af["boxes"] as? Int ?? 0) >= 1, "no AF box drawn: \(af)")
+        print("AF overlay seen by the page: \(af)")
+        #expect((af["edge_alpha"] as? Int ?? 0) > 0 && af["inside_alpha"] as? Int == 0, "the box is not where the event puts it: \(af)")
+        #expect(af["canvas_over_picture"] as? Bool == true && af["frame"] as? [Int] == [320, 240], "\(af)")
+        #expect(af["hidden_after_off"] as? Bool == true)
         #expect(FileManager.default.fileExists(atPath: shots + "/page-webrtc.png"))
         // The camera died: the page says so with the reason, and the picture keeps coming (the slate).
         #expect(cameraStopped, "the script never got to the offline part")

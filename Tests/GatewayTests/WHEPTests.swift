@@ -22,8 +22,11 @@ import Testing
         return obj
     }
 
-    static func sessions(_ gateway: Gateway) -> Int {
-        let line = gateway.metricsText().split(separator: "\n").first { $0.hasPrefix("livegate_output_clients{camera=\"cam0\",output=\"webrtc\"}") }
+    static func sessions(_ gateway: Gateway) -> Int { metric(gateway, "livegate_output_clients") }
+
+    /// A `webrtc` output series of cam0 in `/metrics` (-1 when absent).
+    static func metric(_ gateway: Gateway, _ name: String) -> Int {
+        let line = gateway.metricsText().split(separator: "\n").first { $0.hasPrefix("\(name){camera=\"cam0\",output=\"webrtc\"}") }
         return line.flatMap { Int(Double($0.split(separator: " ").last ?? "") ?? -1) } ?? -1
     }
 
@@ -39,7 +42,7 @@ import Testing
         defer { server.cancel() }
         let url = "\(base)/whep/cam0"
 
-        let r = try Self.runClient(url, ["--seconds", "3"])
+        let r = try Self.runClient(url, ["--seconds", "3", "--pli-after", "1"])
         #expect(r["status"] as? Int == 201, "\(r)")
         #expect((r["content_type"] as? String)?.hasPrefix("application/sdp") == true)
         #expect((r["location"] as? String)?.contains("/whep/cam0/sessions/") == true)
@@ -49,6 +52,12 @@ import Testing
         #expect((r["fps"] as? Double ?? 0) >= 25, "fps \(r["fps"] ?? "?") (frames \(r["frames"] ?? "?"))")
         #expect(r["delete"] as? Int == 200 && r["delete_again"] as? Int == 404)
         #expect(Self.sessions(gateway) == 0)
+        // RTCP PLI sent 100 ms after a key frame: the next key frame comes long before the encoder's
+        // 1 s grid would bring one (rate limit 250 ms + the 100 ms the session's watcher polls).
+        #expect(r["pli_sent"] as? Bool == true, "\(r)")
+        #expect(Self.metric(gateway, "livegate_output_keyframe_requests_total") >= 1, "the PLI was not seen")
+        let pliKey = try #require(r["pli_keyframe_ms"] as? Int, "no key frame after the PLI: \(r)")
+        #expect(pliKey <= 650, "key frame \(pliKey) ms after the PLI")
 
         // A peer that vanishes without DELETE: its session ends once it stops sending RTCP.
         let v = try Self.runClient(url, ["--seconds", "2", "--vanish"])

@@ -6,7 +6,7 @@ Opens BASE_URL/, waits for the live preview, and prints one JSON line with what 
   preview ("webrtc"/"mjpeg"/"hls"), frames decoded in 1 s, the picture size, the text after a
   click at (25 %, 50 %) of the picture, the white balance shown after choosing "tungsten", the
   picture listed after pressing the shutter button with the keyboard, and the
-  MJPEG fallback's picture size (BASE_URL/?preview=mjpeg). Screenshots go to SCREENSHOT_DIR.
+  MJPEG fallback's picture size (BASE_URL/?preview=mjpeg) and its AF overlay toggle. Screenshots go to SCREENSHOT_DIR.
 With HANDSHAKE_DIR it then writes HANDSHAKE_DIR/ready, expects the test to stop the camera, and
 reports the state text the page shows and whether the picture (the offline slate) keeps coming.
 """
@@ -69,6 +69,25 @@ with sync_playwright() as p:
     page2.wait_for_function("document.querySelector('section[data-camera] img').naturalWidth > 0", timeout=10000)
     out["mjpeg_width"] = page2.evaluate("document.querySelector('section[data-camera] img').naturalWidth")
     page2.screenshot(path=os.path.join(shots, "page-mjpeg.png"))
+
+    # The AF overlay toggle (drawn by the page from the `af` events over the camera's own JPEGs):
+    # boxes appear where the event puts them, scaled to the picture on screen; off hides them.
+    page2.check("section[data-camera] .aftoggle")
+    page2.wait_for_function("+(document.querySelector('section[data-camera] canvas.af').dataset.boxes || 0) > 0", timeout=10000)
+    out["af"] = page2.evaluate("""() => {
+      const s = document.querySelector('section[data-camera]'), c = s.querySelector('canvas.af'), img = s.querySelector('img');
+      const d = s.afEvent, a = d.areas[0], sx = c.width / d.width, sy = c.height / d.height;
+      const g = c.getContext('2d');
+      const edge = g.getImageData(Math.round((a.x + a.w / 2) * sx), Math.round(a.y * sy + 1), 1, 1).data[3];
+      const inside = g.getImageData(Math.round((a.x + a.w / 2) * sx), Math.round((a.y + a.h / 2) * sy), 1, 1).data[3];
+      const r = img.getBoundingClientRect(), cr = c.getBoundingClientRect();
+      return {boxes: +c.dataset.boxes, edge_alpha: edge, inside_alpha: inside,
+              canvas_over_picture: Math.abs(cr.left - r.left) < 1 && Math.abs(cr.top - r.top) < 1 && Math.abs(c.width - r.width) < 1.5,
+              frame: [d.width, d.height], natural: [img.naturalWidth, img.naturalHeight]};
+    }""")
+    page2.screenshot(path=os.path.join(shots, "page-mjpeg-af.png"))
+    page2.uncheck("section[data-camera] .aftoggle")
+    out["af"]["hidden_after_off"] = page2.evaluate("document.querySelector('section[data-camera] canvas.af').hidden")
     page2.close()
 
     if handshake:

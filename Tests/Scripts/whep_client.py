@@ -22,6 +22,7 @@ aioice.ice.get_host_addresses = only_loopback
 
 
 def http(method, url, body=None, content_type=None):
+    """(status, headers, body) of one request; status None when the server cannot be reached."""
     req = urllib.request.Request(url, data=body, method=method)
     if content_type:
         req.add_header("Content-Type", content_type)
@@ -30,6 +31,8 @@ def http(method, url, body=None, content_type=None):
             return r.status, dict(r.headers), r.read()
     except urllib.error.HTTPError as e:
         return e.code, dict(e.headers), e.read()
+    except OSError:
+        return None, {}, b""
 
 
 async def main():
@@ -38,10 +41,14 @@ async def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--vanish", action="store_true", help="leave without closing or DELETE (a peer that dies)")
     ap.add_argument("--offer-only", action="store_true", help="print the offer's SDP and exit")
+    ap.add_argument("--pli-after", type=float, default=None,
+                    help="after this many seconds, send one RTCP PLI 100 ms after a key frame arrived, and report "
+                         "how long the next key frame took (pli_keyframe_ms; the encoder's own grid is 1 s)")
     a = ap.parse_args()
     pc = RTCPeerConnection()
     pc.addTransceiver("video", direction="recvonly")
     frames = {"n": 0, "first": None, "size": None, "after_first": 0, "t_first": None}
+    pli = {"at": None, "keyframe": None, "armed": False}
 
     @pc.on("track")
     def on_track(track):
@@ -56,7 +63,21 @@ async def main():
                     frames["first"] = now
                     frames["size"] = (f.width, f.height)
                 frames["n"] += 1
+                if a.pli_after is not None and getattr(f, "key_frame", False):
+                    if pli["at"] is not None and pli["keyframe"] is None:
+                        pli["keyframe"] = now
+                    elif pli["at"] is None and not pli["armed"] and frames["first"] is not None and now - frames["first"] >= a.pli_after:
+                        pli["armed"] = True
+                        asyncio.ensure_future(send_pli())
         asyncio.ensure_future(pump())
+
+    async def send_pli():
+        await asyncio.sleep(0.1)
+        receiver = pc.getTransceivers()[0].receiver
+        ssrcs = list(getattr(receiver, "_RTCRtpReceiver__active_ssrc", {}).keys())
+        if ssrcs:
+            pli["at"] = time.monotonic()
+            await receiver._send_rtcp_pli(ssrcs[0])
 
     await pc.setLocalDescription(await pc.createOffer())
     if a.offer_only:
@@ -86,6 +107,9 @@ async def main():
                    width=frames["size"][0], height=frames["size"][1])
     else:
         out.update(first_frame_ms=None, frames=0, fps=0)
+    if a.pli_after is not None:
+        out["pli_sent"] = pli["at"] is not None
+        out["pli_keyframe_ms"] = round(1000 * (pli["keyframe"] - pli["at"])) if pli["keyframe"] and pli["at"] else None
     if a.vanish:
         print(json.dumps(out), flush=True)
         os._exit(0)
@@ -95,4 +119,5 @@ async def main():
     print(json.dumps(out))
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -138,6 +138,12 @@ gboolean lg_webrtc_add_local_address(GstElement *webrtc, const char *address);
 gboolean lg_webrtc_watch_peer_rtcp(GstElement *webrtc);
 /// Monotonic microseconds (g_get_monotonic_time) of the peer's last RTCP, 0 before the first.
 gint64 lg_webrtc_last_peer_rtcp(GstElement *webrtc);
+/// Starts counting the key frames asked for from downstream of `source` (upstream
+/// "GstForceKeyUnit" events on its src pad: what an RTP session sends on RTCP PLI/FIR). FALSE
+/// when it has no src pad.
+gboolean lg_watch_key_unit_requests(GstElement *source);
+/// Key-frame requests counted since the last call (and resets the count).
+gint lg_take_key_unit_requests(GstElement *source);
 /// webrtcbin's connection-state (a GstWebRTCPeerConnectionState value).
 gint lg_webrtc_connection_state(GstElement *webrtc);
 

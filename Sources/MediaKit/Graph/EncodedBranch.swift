@@ -98,6 +98,13 @@ public final class EncodedBranch: Sendable {
         encoder.withLock { $0 }?.requestJoinKeyframe()
     }
 
+    /// A consumer's client lost or lacks a picture (RTCP PLI/FIR): a key frame for everyone soon,
+    /// rate-limited like the joiners' (`joinKeyframeSpacing`), the consumer carrying on meanwhile.
+    func keyframeAsked(by c: Consumer) {
+        guard sinks.withLock({ $0[c.id] }) != nil else { return }
+        encoder.withLock { $0 }?.requestJoinKeyframe()
+    }
+
     /// Removes a consumer; the encoder stops a linger after the last one.
     func removeConsumer(_ c: Consumer) {
         guard sinks.withLock({ $0.removeValue(forKey: c.id) }) != nil else { return }
