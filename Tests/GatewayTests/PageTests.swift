@@ -63,6 +63,9 @@ import Testing
         #expect((af["edge_alpha"] as? Int ?? 0) > 0 && af["inside_alpha"] as? Int == 0, "the box is not where the event puts it: \(af)")
         #expect(af["canvas_over_picture"] as? Bool == true && af["frame"] as? [Int] == [320, 240], "\(af)")
         #expect(af["hidden_after_off"] as? Bool == true)
+        // Readable on a phone (390 px wide): no sideways scrolling, the picture fits the screen.
+        let phone = seen["phone"] as? [String: Int] ?? [:]
+        #expect((phone["scroll_width"] ?? .max) <= 390 && (phone["picture_width"] ?? .max) <= 390 && (phone["picture_width"] ?? 0) >= 300, "\(phone)")
         #expect(FileManager.default.fileExists(atPath: shots + "/page-webrtc.png"))
         // The camera died: the page says so with the reason, and the picture keeps coming (the slate).
         #expect(cameraStopped, "the script never got to the offline part")

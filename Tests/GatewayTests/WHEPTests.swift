@@ -50,6 +50,7 @@ import Testing
         #expect(first <= 1000, "first frame \(first) ms after the answer")
         #expect(r["width"] as? Int == 320 && r["height"] as? Int == 240)
         #expect((r["fps"] as? Double ?? 0) >= 25, "fps \(r["fps"] ?? "?") (frames \(r["frames"] ?? "?"))")
+        #expect((r["fps_after_1s"] as? Double ?? 0) >= 28, "fps after the first second: \(r["fps_after_1s"] ?? "?")")
         #expect(r["delete"] as? Int == 200 && r["delete_again"] as? Int == 404)
         #expect(Self.sessions(gateway) == 0)
         // RTCP PLI sent 100 ms after a key frame: the next key frame comes long before the encoder's

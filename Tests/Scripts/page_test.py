@@ -90,6 +90,16 @@ with sync_playwright() as p:
     out["af"]["hidden_after_off"] = page2.evaluate("document.querySelector('section[data-camera] canvas.af').hidden")
     page2.close()
 
+    # On a phone: nothing wider than the screen, the picture fits.
+    phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=3, is_mobile=True, has_touch=True)
+    phone.goto(base + "/?preview=mjpeg")
+    phone.wait_for_function("document.querySelector('section[data-camera] img').naturalWidth > 0", timeout=10000)
+    out["phone"] = phone.evaluate("""() => ({scroll_width: document.documentElement.scrollWidth,
+      picture_width: Math.round(document.querySelector('section[data-camera] img').getBoundingClientRect().width)})""")
+    phone.screenshot(path=os.path.join(shots, "page-phone.png"), full_page=True)
+    phone.close()
+    page2.close()
+
     if handshake:
         # The camera dies: the page shows why, and the picture goes on (the slate, same session).
         open(os.path.join(handshake, "ready"), "w").close()

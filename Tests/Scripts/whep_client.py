@@ -3,7 +3,7 @@
 
 Posts a recvonly H.264 offer to a WHEP endpoint, receives video for --seconds, then DELETEs the
 session and DELETEs it again (which must answer 404). Prints one JSON line:
-  {"status": 201, "first_frame_ms": …, "frames": n, "fps": …, "width": w, "height": h,
+  {"status": 201, "first_frame_ms": …, "frames": n, "fps": …, "fps_after_1s": …, "width": w, "height": h,
    "delete": 200, "delete_again": 404, "location": "…"}
 aioice skips loopback addresses when it gathers candidates; the gateway listens on 127.0.0.1, so
 the client's host addresses are replaced by 127.0.0.1.
@@ -63,6 +63,9 @@ async def main():
                     frames["first"] = now
                     frames["size"] = (f.width, f.height)
                 frames["n"] += 1
+                if now - frames["first"] >= 1.0:
+                    frames["after_first"] += 1
+                    frames["t_first"] = frames["t_first"] or now
                 if a.pli_after is not None and getattr(f, "key_frame", False):
                     if pli["at"] is not None and pli["keyframe"] is None:
                         pli["keyframe"] = now
@@ -104,6 +107,8 @@ async def main():
         span = time.monotonic() - frames["first"]
         out.update(first_frame_ms=round(1000 * (frames["first"] - answered)), frames=frames["n"],
                    fps=round((frames["n"] - 1) / span, 1) if span > 0 else 0,
+                   fps_after_1s=round((frames["after_first"] - 1) / (time.monotonic() - frames["t_first"]), 1)
+                   if frames["after_first"] > 1 else 0,
                    width=frames["size"][0], height=frames["size"][1])
     else:
         out.update(first_frame_ms=None, frames=0, fps=0)
