@@ -90,7 +90,17 @@ struct SetCommand: AsyncParsableCommand {
     @OptionGroup var options: APIOptions
     @Argument(help: "Camera id (cam0, …).") var camera: String
     @Argument(help: "Property: \(PropertyName.allCases.map(\.rawValue).joined(separator: ", ")).") var property: String
-    @Argument(help: "Value in the common vocabulary, e.g. tungsten, 400, 1/250, 5.6, -0.7, af-c.") var value: String
+    /// Collected as "all unrecognized" so that a negative number (`-0.7`) is a value, not an option.
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Value in the common vocabulary, e.g. tungsten, 400, 1/250, 5.6, -0.7, af-c.", valueName: "value"))
+    var values: [String] = []
+
+    var value: String { values.first ?? "" }
+
+    func validate() throws {
+        guard values.count == 1 else {
+            throw ValidationError(values.isEmpty ? "missing the value to set" : "one value only, got: \(values.joined(separator: " "))")
+        }
+    }
 
     func run() async throws {
         guard let name = PropertyName(rawValue: property) else {

@@ -124,6 +124,15 @@ import Testing
         #expect(ok.status == 0, "\(ok.output)")
         #expect(emulator.calls.filter { $0.method == "setWhiteBalance" }.map(\.params) == [#"["Incandescent",false,-1]"#])
 
+        // A negative value is a value, not an option (before --api and after it).
+        let negative = try runProcess(bin, ["set", "cam0", "exposureCompensation", "-0.7", "--api", api], timeout: 30)
+        #expect(negative.status == 0, "\(negative.output)")
+        let negativeLast = try runProcess(bin, ["set", "--api", api, "cam0", "exposureCompensation", "-1.0"], timeout: 30)
+        #expect(negativeLast.status == 0, "\(negativeLast.output)")
+        #expect(emulator.calls.filter { $0.method == "setExposureCompensation" }.map(\.params) == ["[-2]", "[-3]"])
+        let twoValues = try runProcess(bin, ["set", "cam0", "iso", "100", "200", "--api", api], timeout: 30)
+        #expect(twoValues.status != 0 && twoValues.output.contains("one value only"), "\(twoValues.output)")
+
         let refused = try runProcess(bin, ["set", "cam0", "iso", "123", "--api", api], timeout: 30)
         #expect(refused.status != 0)
         #expect(refused.output.contains("valid values"), "\(refused.output)")
