@@ -211,8 +211,11 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         let frames = s.collector.all
         try #require(frames.count >= 45)
         var compared = 0
+        let first = frames[0]
         for f in frames {
-            #expect(f.width == 640 && f.height == 480 && f.timeBase == .arrival && f.pts == nil)
+            // PTS: the frame number (RTP timestamp) at the live view's rate, 30 fps.
+            #expect(f.width == 640 && f.height == 480 && f.timeBase == .camera)
+            #expect(f.pts.map { $0 - (first.pts ?? 0) } == Int64((f.seq ?? 0) - (first.seq ?? 0)) * 1_000_000_000 / 30)
             guard let sent = s.sent(f.seq) else { continue }
             compared += 1
             #expect(f.bytes == sent.jpeg, "frame \(f.seq ?? 0) differs from what the emulator sent")
@@ -403,5 +406,33 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         #expect(entries.map(\.path) == ["/DCIM/100OLYMP/P6130005.JPG", "/DCIM/100OLYMP"])
         #expect(entries.first?.size == 6137845 && entries.first?.isDirectory == false)
         #expect(entries.last?.isDirectory == true)
+    }
+}
+
+/// PTS from the RTP timestamp: a frame number at the live view's rate (olympus.md §6.2), or a
+/// 90 kHz clock when the timestamps step like one (the other reading).
+@Suite struct OlympusFrameClockTests {
+    @Test func frameNumbersAtTheLiveViewRate() {
+        var c = OlympusFrameClock(fps: 30)
+        #expect(c.pts(frameNumber: 7) == 0)
+        #expect(c.pts(frameNumber: 8) == 33_333_333)
+        #expect(c.pts(frameNumber: 10) == 100_000_000, "a lost frame leaves its gap")
+        #expect(c.pts(frameNumber: 307) == 10_000_000_000)
+        #expect(!c.readsAsClock)
+        // The camera restarted its live view: numbers from 0 again, PTS from 0 again.
+        #expect(c.pts(frameNumber: 0) == 0)
+        #expect(c.pts(frameNumber: 1) == 33_333_333)
+        var odd = OlympusFrameClock(fps: 29.97)
+        _ = odd.pts(frameNumber: 0)
+        #expect(odd.pts(frameNumber: 1) == 33_366_700)
+        #expect(odd.pts(frameNumber: 2997) == 100_000_000_000)
+    }
+
+    @Test func ninetyKilohertzTimestampsReadAsAClock() {
+        var c = OlympusFrameClock(fps: 30)
+        #expect(c.pts(frameNumber: 90_000) == 0)
+        #expect(c.pts(frameNumber: 93_000) == 33_333_333)
+        #expect(c.readsAsClock)
+        #expect(c.pts(frameNumber: 180_000) == 1_000_000_000)
     }
 }

@@ -117,14 +117,7 @@ import Testing
         let dir = try temporaryDirectory("livegate-olympus-rtsp")
         defer { try? FileManager.default.removeItem(at: dir) }
         // One ffmpeg client for the whole test, writing every frame it gets.
-        let ffmpeg = Process()
-        ffmpeg.executableURL = URL(fileURLWithPath: which("ffmpeg")!)
-        ffmpeg.arguments = ["-v", "error", "-rtsp_transport", "tcp", "-i", raw, "-c", "copy", "-f", "image2",
-                            dir.appendingPathComponent("f%06d.jpg").path]
-        ffmpeg.standardInput = FileHandle.nullDevice
-        ffmpeg.standardOutput = FileHandle.nullDevice
-        ffmpeg.standardError = FileHandle.nullDevice
-        try ffmpeg.run()
+        let ffmpeg = try startRTSPFrameWriter(raw, into: dir)
         defer { if ffmpeg.isRunning { ffmpeg.terminate() } }
         func received() -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).sorted() }
         #expect(await waitUntil(timeout: 15) { received().count > 20 }, "the RTSP client got no frames")

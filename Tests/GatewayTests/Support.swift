@@ -142,3 +142,17 @@ func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
     }
     return condition()
 }
+
+/// An ffmpeg RTSP client (TCP) that writes every frame it gets into `dir` as f000001.jpg, … (the
+/// stream copied, not decoded); stop it with `terminate()`.
+func startRTSPFrameWriter(_ url: String, into dir: URL) throws -> Process {
+    let ffmpeg = Process()
+    ffmpeg.executableURL = URL(fileURLWithPath: which("ffmpeg")!)
+    ffmpeg.arguments = ["-v", "error", "-rtsp_transport", "tcp", "-i", url, "-c", "copy", "-f", "image2",
+                        dir.appendingPathComponent("f%06d.jpg").path]
+    ffmpeg.standardInput = FileHandle.nullDevice
+    ffmpeg.standardOutput = FileHandle.nullDevice
+    ffmpeg.standardError = FileHandle.nullDevice
+    try ffmpeg.run()
+    return ffmpeg
+}

@@ -12,9 +12,9 @@ import Synchronization
 /// keep-alive; a camera that sends nothing for `Options.restartAfter` is asked for the live view
 /// once more, and after `Options.deadAfter` the session ends and reconnects with back-off.
 ///
-/// Frames: `sequence` = RTP timestamp (frame number, extended over wraps), time base = arrival
-/// (the camera sends no clock). AF areas from TLV 2 and the face TLVs. The EXIF orientation
-/// (TLV 4) is not a `Frame` field: it is kept in `orientation` / `lastMetadata`.
+/// Frames: `sequence` = RTP timestamp (frame number, extended over wraps), time base = camera
+/// (PTS = the frame number at the live view's rate, `OlympusFrameClock`). AF areas from TLV 2 and
+/// the face TLVs. The EXIF orientation (TLV 4) is also kept in `orientation` / `lastMetadata`.
 public final class OlympusDriver: CameraDriver, Sendable {
     public let vendor = "olympus"
     public let stats = DriverStats()
@@ -174,6 +174,7 @@ public final class OlympusDriver: CameraDriver, Sendable {
     private func bindLiveView(publisher: FramePublisher) async throws -> any Channel {
         let expected = endpoint.isIPv4Literal ? endpoint.host : nil
         let liveViewSize = endpoint.afSpace == .lvqty ? endpoint.liveViewSize : nil
+        let fps = endpoint.fps
         let lifecycle = self.lifecycle
         let onDatagram: @Sendable () -> Void = { [weak self] in
             self?.lastDatagram.store(MonotonicClock.nanos(), ordering: .relaxed)
@@ -197,7 +198,7 @@ public final class OlympusDriver: CameraDriver, Sendable {
                 .channelInitializer { ch in
                     ch.eventLoop.makeCompletedFuture {
                         try ch.pipeline.syncOperations.addHandler(OlympusLiveViewHandler(
-                            publisher: publisher, expectedSource: expected, liveViewSize: liveViewSize,
+                            publisher: publisher, expectedSource: expected, liveViewSize: liveViewSize, fps: fps,
                             onDatagram: onDatagram, onFrame: onFrame))
                     }
                 }

@@ -1,7 +1,7 @@
 public import CameraWire
 
 /// Where an Olympus / OM System body is and how to talk to it:
-/// `olympus://[HOST][:PORT][/][?lvport=UDP_PORT&lvqty=640x480&afspace=jpeg|lvqty]`.
+/// `olympus://[HOST][:PORT][/][?lvport=UDP_PORT&lvqty=640x480&afspace=jpeg|lvqty&fps=N]`.
 ///
 /// `HOST` defaults to the cameras' fixed address 192.168.0.10, `PORT` (the `*.cgi` HTTP port) to 80.
 /// `lvport` is the local UDP port the live view is sent to (0 = any free port, the default);
@@ -9,6 +9,8 @@ public import CameraWire
 /// in which pixels the camera's AF/face coordinates are: `jpeg` (default: those of the JPEG it
 /// sends, which is the lvqty size on real bodies) or `lvqty` (scaled from the requested lvqty to
 /// the JPEG when the two differ — the literal reading of the OPC spec; UNCONFIRMED by a capture).
+/// `fps` is the live view's frame rate (default 30; not stated by the camera, olympus.md §6.1): the
+/// RTP timestamp counts frames, and a frame's PTS is its number at this rate.
 public struct OlympusEndpoint: Sendable, Hashable, CustomStringConvertible {
     public enum AFSpace: String, Sendable, Hashable {
         case jpeg
@@ -20,6 +22,8 @@ public struct OlympusEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var liveViewPort: Int
     public var liveViewSize: OlympusLiveViewSize
     public var afSpace: AFSpace
+    /// The live view's frame rate, for PTS from the frame numbers.
+    public var fps: Double = 30
 
     public static let defaultHost = "192.168.0.10"
 
@@ -32,9 +36,9 @@ public struct OlympusEndpoint: Sendable, Hashable, CustomStringConvertible {
         self.afSpace = afSpace
     }
 
-    /// The endpoint a camera URL names (host default 192.168.0.10; options `lvport`/`udp`, `lvqty`, `afspace`).
+    /// The endpoint a camera URL names (host default 192.168.0.10; options `lvport`/`udp`, `lvqty`, `afspace`, `fps`).
     public init(url: CameraURL) throws(CameraURLError) {
-        try url.checkOptions(allowed: ["lvport", "udp", "lvqty", "afspace"])
+        try url.checkOptions(allowed: ["lvport", "udp", "lvqty", "afspace", "fps"])
         self.init(host: try url.host(default: Self.defaultHost), port: url.port(default: 80))
         if let p = try url.portOption("lvport", "udp") { liveViewPort = p }
         if let (_, v) = url.option("lvqty") {
@@ -48,6 +52,12 @@ public struct OlympusEndpoint: Sendable, Hashable, CustomStringConvertible {
                 throw CameraURLError(url.description, "option 'afspace=\(v)' must be jpeg or lvqty")
             }
             afSpace = s
+        }
+        if let (_, v) = url.option("fps") {
+            guard let f = Double(v), f > 0, f <= 120 else {
+                throw CameraURLError(url.description, "option 'fps=\(v)' must be a number in (0, 120]")
+            }
+            fps = f
         }
     }
 

@@ -3,9 +3,10 @@ import LiveViewCore
 import NIOCore
 
 /// Receives the camera's RTP live-view packets, reassembles frames with
-/// `OlympusLiveViewReassembler` and publishes them into the hub (time base: arrival — the RTP
-/// timestamp is a frame number; it becomes the frame's `sequence`). Every frame the reassembler
-/// drops is counted in the driver's stats. Runs on the channel's event loop only.
+/// `OlympusLiveViewReassembler` and publishes them into the hub with the camera's time (the RTP
+/// timestamp, a frame number, is the frame's `sequence`; its PTS comes from `OlympusFrameClock`).
+/// Every frame the reassembler drops is counted in the driver's stats. Runs on the channel's event
+/// loop only.
 final class OlympusLiveViewHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
@@ -17,10 +18,12 @@ final class OlympusLiveViewHandler: ChannelInboundHandler {
     private let expectedSource: String?
     private let onDatagram: @Sendable () -> Void
     private let onFrame: @Sendable (OlympusRTP.Metadata) -> Void
+    private var clock: OlympusFrameClock
 
-    init(publisher: FramePublisher, expectedSource: String?, liveViewSize: OlympusLiveViewSize?,
+    init(publisher: FramePublisher, expectedSource: String?, liveViewSize: OlympusLiveViewSize?, fps: Double,
          onDatagram: @escaping @Sendable () -> Void, onFrame: @escaping @Sendable (OlympusRTP.Metadata) -> Void) {
         self.publisher = publisher
+        clock = OlympusFrameClock(fps: fps)
         self.expectedSource = expectedSource
         self.onDatagram = onDatagram
         self.onFrame = onFrame
@@ -35,8 +38,9 @@ final class OlympusLiveViewHandler: ChannelInboundHandler {
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: envelope.data.readableBytesView)
         reassembler.ingestWithMetadata(scratch[...]) { event in
-            if case .frame(let wf, let metadata) = event {
-                publisher.publish(wf, timeBase: .arrival)
+            if case .frame(var wf, let metadata) = event {
+                wf.pts = clock.pts(frameNumber: wf.seq ?? 0)
+                publisher.publish(wf, timeBase: .camera)
                 onFrame(metadata)
             }
         }
@@ -49,5 +53,42 @@ final class OlympusLiveViewHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A datagram error (e.g. ICMP port unreachable echoed back) does not end the stream.
+    }
+}
+
+/// A frame's PTS from its RTP timestamp, which olympus.md §6.2 reads as a frame number (+1 per
+/// frame, 0 for the first): (number − the session's first) at the live view's rate, `fps` (the
+/// camera does not say; 30 unless the camera URL sets `fps`). The other reading — a 90 kHz clock,
+/// as in standard RTP/JPEG — is recognised by the step between a session's first two frames
+/// (thousands of ticks at a video rate, never one) and converted as a clock. A number smaller than
+/// the last one starts a new session (the camera restarted its live view): PTS start at 0 again,
+/// which the recorder turns into a new segment.
+struct OlympusFrameClock {
+    private let fps: Double
+    private let wholeFPS: Int64?
+    private var first: Int64?
+    private var last: Int64 = 0
+    private var ninetyKHz: Bool?
+
+    init(fps: Double) {
+        self.fps = fps
+        wholeFPS = fps == fps.rounded() ? Int64(fps) : nil
+    }
+
+    /// True once the timestamps were recognised as a 90 kHz clock.
+    var readsAsClock: Bool { ninetyKHz == true }
+
+    mutating func pts(frameNumber n: Int64) -> Int64 {
+        if let f = first, n >= last {
+            if ninetyKHz == nil, n > f { ninetyKHz = n - last >= 300 }
+        } else {
+            first = n
+            ninetyKHz = nil
+        }
+        last = n
+        let d = n - first!
+        if ninetyKHz == true { return d * 1_000_000_000 / 90_000 }
+        if let w = wholeFPS { return d * 1_000_000_000 / w }
+        return Int64((Double(d) * 1e9 / fps).rounded(.down))
     }
 }

@@ -9,7 +9,7 @@ public struct OlympusVendor: CameraVendor {
     public var summary: String { "Olympus / OM System (OI.Share)" }
     public var schemes: [String] { ["olympus"] }
     public var urlSyntax: String {
-        "olympus://[HOST][:PORT][?lvport=UDP_PORT&lvqty=640x480&afspace=jpeg|lvqty] (the camera is 192.168.0.10:80)"
+        "olympus://[HOST][:PORT][?lvport=UDP_PORT&lvqty=640x480&afspace=jpeg|lvqty&fps=30] (the camera is 192.168.0.10:80)"
     }
     public var capabilities: CameraCapabilities { [.liveView, .afAreas, .touchAF, .shutter, .transfer, .files] }
     public var properties: [PropertyName] { PropertyName.allCases }
