@@ -24,6 +24,13 @@ public final class CameraRuntime: Sendable {
         self.vendor = vendor
     }
 
+    /// The turn (clockwise degrees) the camera asks for its newest frame (0 when upright).
+    public var frameRotation: Int {
+        guard let f = hub.latest() else { return 0 }
+        defer { f.release() }
+        return f.rotation
+    }
+
     /// Size of the newest frame (0×0 before the first).
     public var frameSize: (width: Int, height: Int) {
         guard let f = hub.latest() else { return (0, 0) }

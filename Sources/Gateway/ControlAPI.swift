@@ -370,7 +370,7 @@ public enum ControlAPI {
             "id": cam.id, "vendor": cam.driver.vendor, "url": cam.url, "state": cam.driver.state.rawValue,
             "fps": (cam.driver.stats.fps * 10).rounded() / 10, "frames": cam.driver.stats.frames,
             "drops": cam.driver.stats.drops, "reconnects": cam.driver.stats.reconnects,
-            "width": size.width, "height": size.height, "outputs": model.urls(for: cam),
+            "width": size.width, "height": size.height, "rotation": cam.frameRotation, "outputs": model.urls(for: cam),
             "reason": reason(cam, branches: branches) ?? NSNull(), "branches": branches,
             "capabilities": Dictionary(uniqueKeysWithValues: cam.vendor.capabilities.byName),
             "properties": cam.vendor.properties.map(\.rawValue),

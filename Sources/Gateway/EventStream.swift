@@ -86,7 +86,7 @@ final class EventStream: Sendable {
         let areas: [[String: Any]] = f.afAreas.map { a in
             ["x": a.pixels.x, "y": a.pixels.y, "w": a.pixels.width, "h": a.pixels.height, "kind": "\(a.kind)", "state": "\(a.state)"]
         }
-        return Self.format("af", ["camera": cam.id, "width": f.width, "height": f.height, "areas": areas])
+        return Self.format("af", ["camera": cam.id, "width": f.width, "height": f.height, "rotation": f.rotation, "areas": areas])
     }
 
     /// A file saved from a camera.

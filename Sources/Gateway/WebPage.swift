@@ -87,13 +87,24 @@ enum WebPage {
           }
           video.srcObject = null; video.src = '/hls/' + id + '/index.m3u8'; mode.textContent = 'HLS'; s.dataset.preview = 'hls';
         }
-        // Click = touch-AF at that point, in the picture's own pixels.
+        // The WebRTC/HLS picture is turned upright when the camera is held otherwise (rotation,
+        // clockwise degrees); MJPEG and the AF areas are in the camera's own pixels.
+        function turned(s) { return s.dataset.preview !== 'mjpeg' ? (+s.dataset.rotation || 0) : 0; }
+        function turnBox(a, r, W, H) {
+          if (r === 90) return {x: H - a.y - a.h, y: a.x, w: a.h, h: a.w};
+          if (r === 180) return {x: W - a.x - a.w, y: H - a.y - a.h, w: a.w, h: a.h};
+          if (r === 270) return {x: a.y, y: W - a.x - a.w, w: a.h, h: a.w};
+          return a;
+        }
+        // Click = touch-AF at that point, in the camera picture's own pixels.
         async function focusAt(s, e) {
           const el = e.currentTarget, id = s.dataset.camera;
           const w = el.videoWidth || el.naturalWidth, h = el.videoHeight || el.naturalHeight;
           if (!w || !h) return;
           const box = el.getBoundingClientRect();
-          const x = Math.round((e.clientX - box.left) / box.width * w), y = Math.round((e.clientY - box.top) / box.height * h);
+          let x = Math.round((e.clientX - box.left) / box.width * w), y = Math.round((e.clientY - box.top) / box.height * h);
+          const turn = turned(s);
+          if (turn === 90) [x, y] = [y, w - x]; else if (turn === 180) [x, y] = [w - x, h - y]; else if (turn === 270) [x, y] = [h - y, x];
           const r = await fetch('/api/v1/cameras/' + id + '/focus', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({x, y})});
           s.querySelector('.mode').textContent = (s.dataset.preview || '') + (r.ok ? ' · focus at ' + x + ',' + y : ' · focus refused');
         }
@@ -111,10 +122,12 @@ enum WebPage {
           g.clearRect(0, 0, c.width, c.height);
           c.dataset.boxes = '0';
           if (!d || !d.width || !d.height) return;
-          const sx = c.width / d.width, sy = c.height / d.height;
+          const r = turned(s), side = r === 90 || r === 270;
+          const sx = c.width / (side ? d.height : d.width), sy = c.height / (side ? d.width : d.height);
           g.lineWidth = 2;
-          for (const a of d.areas) {
-            g.strokeStyle = afColours[a.state] || (a.kind === 'face' || a.kind === 'eye' ? '#0ff' : '#fff');
+          for (const area of d.areas) {
+            const a = turnBox(area, r, d.width, d.height);
+            g.strokeStyle = afColours[area.state] || (area.kind === 'face' || area.kind === 'eye' ? '#0ff' : '#fff');
             g.strokeRect(a.x * sx + 1, a.y * sy + 1, Math.max(1, a.w * sx - 2), Math.max(1, a.h * sy - 2));
           }
           c.dataset.boxes = String(d.areas.length);
@@ -144,6 +157,7 @@ enum WebPage {
             const c = await (await fetch('/api/v1/cameras/' + id)).json();
             s.querySelector('.state').textContent = c.state + (c.reason ? ' — ' + c.reason : '') + ', ' + c.fps + ' fps';
             s.querySelector('.shutter').hidden = !(c.capabilities && c.capabilities.shutter);
+            s.dataset.rotation = c.rotation || 0;
             const r = await fetch('/api/v1/cameras/' + id + '/properties');
             if (!r.ok) return;
             const t = s.querySelector('.props');
@@ -189,7 +203,7 @@ enum WebPage {
           });
           es.addEventListener('af', e => {
             const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');
-            if (s) { s.afEvent = d; drawAF(s); }
+            if (s) { s.afEvent = d; s.dataset.rotation = d.rotation || 0; drawAF(s); }
           });
           es.addEventListener('capture', e => {
             const d = JSON.parse(e.data), s = document.querySelector('section[data-camera="' + d.camera + '"]');

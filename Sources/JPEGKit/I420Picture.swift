@@ -105,6 +105,46 @@ public final class I420Picture: @unchecked Sendable {
         (y + l.vOffset).update(repeating: vv, count: l.byteCount - l.vOffset)
     }
 
+    /// This picture becomes `source` turned `degrees` clockwise (90, 180 or 270; resized to the
+    /// turned size, metadata copied, AF areas turned with it). Any other angle copies it as it is.
+    public func rotate(from source: I420Picture, clockwise degrees: Int) {
+        guard degrees == 90 || degrees == 180 || degrees == 270 else { return copy(from: source) }
+        let w = source.width, h = source.height
+        if degrees == 180 { resize(width: w, height: h) } else { resize(width: h, height: w) }
+        let s = source.layout, d = layout
+        Self.turn(source.y, s.yStride, w, h, into: y, d.yStride, degrees)
+        Self.turn(source.u, s.chromaStride, s.chromaWidth, s.chromaHeight, into: u, d.chromaStride, degrees)
+        Self.turn(source.v, s.chromaStride, s.chromaWidth, s.chromaHeight, into: v, d.chromaStride, degrees)
+        copyMetadata(from: source)
+        afAreas = source.afAreas.map { a in
+            var r = a
+            r.pixels = a.pixels.rotated(clockwise: degrees, width: w, height: h)
+            return r
+        }
+    }
+
+    /// One plane of `w`×`h` samples turned clockwise into `dst` (row by row of the destination).
+    private static func turn(_ src: UnsafeMutablePointer<UInt8>, _ srcStride: Int, _ w: Int, _ h: Int,
+                             into dst: UnsafeMutablePointer<UInt8>, _ dstStride: Int, _ degrees: Int) {
+        switch degrees {
+        case 90:   // dst(x, y) = src(y, h - 1 - x); the destination is h wide, w high
+            for row in 0..<w {
+                let out = dst + row * dstStride
+                for col in 0..<h { out[col] = src[(h - 1 - col) * srcStride + row] }
+            }
+        case 180:
+            for row in 0..<h {
+                let out = dst + row * dstStride, line = src + (h - 1 - row) * srcStride
+                for col in 0..<w { out[col] = line[w - 1 - col] }
+            }
+        default:   // 270: dst(x, y) = src(w - 1 - y, x)
+            for row in 0..<w {
+                let out = dst + row * dstStride
+                for col in 0..<h { out[col] = src[col * srcStride + (w - 1 - row)] }
+            }
+        }
+    }
+
     /// Copies pixels and metadata from another picture (resizing this one).
     public func copy(from other: I420Picture) {
         resize(width: other.width, height: other.height)

@@ -60,6 +60,19 @@ public struct PixelRect: Sendable, Hashable {
     }
 }
 
+extension PixelRect {
+    /// This rectangle of a `width`×`height` picture, in the pixels of that picture turned by
+    /// `degrees` clockwise (0, 90, 180, 270; anything else leaves it as it is).
+    public func rotated(clockwise degrees: Int, width w: Int, height h: Int) -> PixelRect {
+        switch degrees {
+        case 90: return PixelRect(x: h - (y + height), y: x, width: height, height: width)
+        case 180: return PixelRect(x: w - (x + width), y: h - (y + height), width: width, height: height)
+        case 270: return PixelRect(x: y, y: w - (x + width), width: height, height: width)
+        default: return self
+        }
+    }
+}
+
 /// One AF area: where it is in the JPEG's pixels, what it is, and the camera's own rectangle beside it.
 public struct AFArea: Sendable, Hashable {
     public var pixels: PixelRect

@@ -31,6 +31,11 @@ public final class Frame: @unchecked Sendable {
     /// True for the gateway's offline slate (shown while the camera is away): live outputs carry it,
     /// the recorder skips it.
     public var isSlate = false
+    /// Clockwise degrees (0, 90, 180, 270) that turn the picture upright, when the camera says how
+    /// it is held (Olympus' EXIF orientation). The outputs that decode (the picture branch: H.264,
+    /// WebRTC, HLS, webcams) turn the picture and its AF areas; the camera's JPEG bytes (raw RTSP,
+    /// MJPEG, recordings) stay as sent, and `afAreas` stay in their pixels.
+    public var rotation: Int = 0
 
     private let refs = Atomic<Int>(1)
     let pool: FramePool?
@@ -119,6 +124,7 @@ public final class Frame: @unchecked Sendable {
         height = 0
         afAreas.removeAll(keepingCapacity: true)
         isSlate = false
+        rotation = 0
     }
 
     /// Adds an owner.

@@ -6,7 +6,8 @@ import Synchronization
 /// The picture branch of a camera's media graph: the one decode per camera frame that every
 /// raw-video consumer shares (the shared H.264 encoder, the virtual webcam). A hub consumer
 /// (`FramePacer`, latest wins) whose own thread decodes the camera's JPEG to I420 with
-/// libjpeg-turbo, draws the AF areas when the overlay is on, and hands the picture to every
+/// libjpeg-turbo, turns it upright when the camera says it is held otherwise (`Frame.rotation`),
+/// draws the AF areas when the overlay is on, and hands the picture to every
 /// subscriber. It is attached to the hub only while someone subscribes (the first subscriber
 /// attaches it, and it detaches `linger` after the last one leaves): nothing is decoded, and no frame
 /// is even handed over, while nobody watches.
@@ -67,13 +68,22 @@ public final class AnnotatedStream: Sendable {
                 return
             }
             pic.copyMetadata(from: frame)
-            if overlayFlag.on.load(ordering: .relaxed), !frame.afAreas.isEmpty {
-                AFOverlay().draw(frame.afAreas, into: pic)
+            var picture = pic
+            if frame.rotation != 0 {
+                // The camera is held on its side or upside down: turn the picture (and its AF areas).
+                let turned = frame.rotation == 180 ? state.pool.take(width: pic.width, height: pic.height)
+                    : state.pool.take(width: pic.height, height: pic.width)
+                turned.rotate(from: pic, clockwise: frame.rotation)
+                pic.release()
+                picture = turned
+            }
+            if overlayFlag.on.load(ordering: .relaxed), !picture.afAreas.isEmpty {
+                AFOverlay().draw(picture.afAreas, into: picture)
             }
             counters.decodeNanos.wrappingAdd(Int(MonotonicClock.nanos() - start), ordering: .relaxed)
             counters.decoded.wrappingAdd(1, ordering: .relaxed)
-            for h in handlers { h.1(pic) }
-            pic.release()
+            for h in handlers { h.1(picture) }
+            picture.release()
         }
         self.worker = worker
         pacer = FramePacer(name: "annotate-\(name)") { frame, completion in worker.deliver(frame, completion) }

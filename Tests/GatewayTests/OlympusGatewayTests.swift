@@ -196,4 +196,33 @@ import Testing
         await gateway.stop()
         await emu.stop()
     }
+
+    /// A camera held on its side (TLV 4 = 6, 90° clockwise): the decoded outputs are turned upright
+    /// (H.264 480×640), the camera's JPEGs stay as sent (raw 640×480), the API says so.
+    @Test(.enabled(if: ffmpegPresent, "needs ffmpeg/ffprobe"))
+    func aCameraHeldOnItsSideIsTurnedUprightInTheDecodedOutputs() async throws {
+        var config = OlympusEmulator.Configuration()
+        config.orientation = 6
+        let emu = try OlympusEmulator(configuration: config, group: MultiThreadedEventLoopGroup.singleton)
+        try await emu.start()
+        let gateway = try await gateway(emu)
+        let (server, base) = try await startAPIServer(gateway)
+        defer { server.cancel() }
+        let cam = try #require(gateway.cameras.first)
+        #expect(await waitUntil(timeout: 15) { cam.driver.stats.frames > 10 })
+        let urls = gateway.urls(for: cam)
+        func size(_ url: String) async throws -> String {
+            try await runProcessAsync(which("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-select_streams", "v:0",
+                                                          "-show_entries", "stream=width,height", "-of", "csv=p=0", url], timeout: 60).output
+        }
+        let h264 = try await size(try #require(urls["rtsp"]))
+        #expect(h264.contains("480,640"), "H.264: \(h264)")
+        let raw = try await size(try #require(urls["rtspRaw"]))
+        #expect(raw.contains("640,480"), "raw: \(raw)")
+        let json = try await runProcessAsync(which("curl")!, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 30).output
+        let obj = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        #expect(obj?["rotation"] as? Int == 90, "\(json.prefix(600))")
+        await gateway.stop()
+        await emu.stop()
+    }
 }

@@ -89,4 +89,32 @@ struct AnnotatedStreamTests {
         #expect(hub.consumerCount == 1 && stream.isRunning)
         stream.unsubscribe(s3)
     }
+
+    /// A frame the camera says is held on its side (rotation 90): subscribers get the picture turned
+    /// upright, its AF areas turned with it, and the overlay drawn where the turned area is.
+    @Test func turnsThePictureTheCameraAsksFor() async throws {
+        let hub = FrameHub()
+        let stream = try AnnotatedStream(name: "turn", hub: hub, overlay: true)
+        defer { stream.stop() }
+        let pattern = try TestPattern(width: 320, height: 240)
+        let box = PixelRect(x: 100, y: 60, width: 80, height: 60)
+        let turned = box.rotated(clockwise: 90, width: 320, height: 240)
+        let got = Received()
+        let sub = stream.subscribe { p in
+            let edge = p.afAreas.first.map { p.luma(x: $0.pixels.x + $0.pixels.width / 2, y: $0.pixels.y) } ?? 0
+            got.add((p.afAreas.first?.pixels == turned ? 1 : 0, edge, p.width * 1000 + p.height))
+        }
+        defer { stream.unsubscribe(sub) }
+        let f = Frame(copying: [UInt8]())
+        try pattern.render(frameNumber: 1, into: f)
+        f.arrivalNanos = MonotonicClock.nanos()
+        f.rotation = 90
+        f.afAreas = [AFArea(pixels: box, camera: CameraRect(x: 0, y: 0, width: 1, height: 1), kind: .af, state: .focused)]
+        hub.publish(f)
+        await waitUntil(timeout: 5) { got.count >= 1 }
+        let first = try #require(got.all.first)
+        #expect(first.width == 240_320, "picture \(first.width / 1000)×\(first.width % 1000), not 240×320")
+        #expect(first.seq == 1, "the AF area was not turned with the picture")
+        #expect(first.edgeLuma == YUVColor.green.y, "the overlay is not on the turned area")
+    }
 }

@@ -27,6 +27,48 @@ let panasonicFrame = "panasonic/erspicu-GX7-liveview-frame-640x480.jpg"
 
 @Suite("JPEG codec, inspector, overlay and test pattern")
 struct JPEGTests {
+    /// Turning a picture moves every sample where the turn puts it (luma and both chroma planes,
+    /// odd sizes included), four quarter turns give the picture back, and a rectangle drawn before
+    /// the turn is where `PixelRect.rotated` says after it.
+    @Test func rotationTurnsThePlanesAndTheAFAreasTogether() {
+        let (w, h) = (7, 5)
+        let src = I420Picture(width: w, height: h)
+        let l = src.layout
+        for y in 0..<h { for x in 0..<w { src.y[y * l.yStride + x] = UInt8(y * w + x) } }
+        for y in 0..<l.chromaHeight { for x in 0..<l.chromaWidth {
+            src.u[y * l.chromaStride + x] = UInt8(100 + y * l.chromaWidth + x)
+            src.v[y * l.chromaStride + x] = UInt8(200 + y * l.chromaWidth + x)
+        } }
+        let box = PixelRect(x: 1, y: 2, width: 3, height: 2)
+        src.afAreas = [AFArea(pixels: box, camera: CameraRect(x: 0, y: 0, width: 1, height: 1), kind: .af, state: .focused)]
+        for degrees in [90, 180, 270] {
+            let out = I420Picture(width: 2, height: 2)
+            out.rotate(from: src, clockwise: degrees)
+            #expect(degrees == 180 ? (out.width == w && out.height == h) : (out.width == h && out.height == w))
+            for y in 0..<h { for x in 0..<w {
+                // Where sample (x, y) goes: the 1×1 rectangle at (x, y), turned.
+                let to = PixelRect(x: x, y: y, width: 1, height: 1).rotated(clockwise: degrees, width: w, height: h)
+                #expect(out.luma(x: to.x, y: to.y) == UInt8(y * w + x), "\(degrees)°: sample (\(x),\(y))")
+            } }
+            let cw = l.chromaWidth, ch = l.chromaHeight
+            for y in 0..<ch { for x in 0..<cw {
+                let to = PixelRect(x: x, y: y, width: 1, height: 1).rotated(clockwise: degrees, width: cw, height: ch)
+                let c = out.layout.chromaStride
+                #expect(out.u[to.y * c + to.x] == UInt8(100 + y * cw + x) && out.v[to.y * c + to.x] == UInt8(200 + y * cw + x))
+            } }
+            #expect(out.afAreas.first?.pixels == box.rotated(clockwise: degrees, width: w, height: h))
+        }
+        var turning = src
+        for _ in 0..<4 {
+            let next = I420Picture(width: 2, height: 2)
+            next.rotate(from: turning, clockwise: 90)
+            turning = next
+        }
+        #expect(turning.width == w && turning.height == h && meanLumaDifference(turning, src) == 0)
+        #expect(turning.afAreas.first?.pixels == box)
+        #expect(box.rotated(clockwise: 90, width: w, height: h) == PixelRect(x: 1, y: 1, width: 2, height: 3))
+    }
+
     @Test func layoutMatchesGStreamerI420() {
         let l = I420Layout(width: 641, height: 361)
         #expect(l.yStride == 644)

@@ -40,7 +40,8 @@ final class OlympusLiveViewHandler: ChannelInboundHandler {
         reassembler.ingestWithMetadata(scratch[...]) { event in
             if case .frame(var wf, let metadata) = event {
                 wf.pts = clock.pts(frameNumber: wf.seq ?? 0)
-                publisher.publish(wf, timeBase: .camera)
+                let turn = Self.clockwiseDegrees(exifOrientation: metadata.rotation)
+                publisher.publish(wf, timeBase: .camera) { $0.rotation = turn }
                 onFrame(metadata)
             }
         }
@@ -48,6 +49,17 @@ final class OlympusLiveViewHandler: ChannelInboundHandler {
         if d > dropped {
             publisher.stats.dropped(d - dropped)
             dropped = d
+        }
+    }
+
+    /// The turn that makes the picture upright, from TLV 4's EXIF orientation (olympus.md §5:
+    /// 1 = 0°, 3 = 180°, 6 = 90° CW, 8 = 270° CW); anything else (mirrored, absent) is 0.
+    static func clockwiseDegrees(exifOrientation o: UInt32?) -> Int {
+        switch o {
+        case 3: return 180
+        case 6: return 90
+        case 8: return 270
+        default: return 0
         }
     }
 
