@@ -30,7 +30,7 @@ public protocol ControlModel: Sendable {
     /// Ends a camera's WebRTC session; false when there is no such session.
     func whepEnd(camera: String, session: String) -> Bool
     /// A new listener of the camera events (Server-Sent Event texts), nil when not offered.
-    func eventStream() -> AsyncStream<String>?
+    func eventStream(lastEventID: Int?) -> AsyncStream<String>?
     /// A property was set through the API (for the event stream).
     func propertyWasSet(camera: String, name: String, value: Any)
     /// Fires the camera's shutter and saves what the shot produced.
@@ -45,7 +45,7 @@ extension ControlModel {
         throw .failed("WebRTC is not available here")
     }
     public func whepEnd(camera: String, session: String) -> Bool { false }
-    public func eventStream() -> AsyncStream<String>? { nil }
+    public func eventStream(lastEventID: Int?) -> AsyncStream<String>? { nil }
     public func propertyWasSet(camera: String, name: String, value: Any) {}
     public func capture(camera: CameraRuntime, autofocus: Bool) async throws -> [SavedCapture] {
         throw APIError(.notImplemented, "capture is not available here")
@@ -173,7 +173,8 @@ public enum ControlAPI {
             if let only, !model.cameras.contains(where: { $0.id == only }) {
                 throw APIError(.notFound, "no camera '\(only.prefix(64))'")
             }
-            guard let events = model.eventStream() else { throw APIError(.notFound, "no event stream here") }
+            let lastID = HTTPField.Name("Last-Event-ID").flatMap { request.headers[$0] }.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard let events = model.eventStream(lastEventID: lastID) else { throw APIError(.notFound, "no event stream here") }
             var headers: HTTPFields = [.contentType: "text/event-stream", .accessControlAllowOrigin: "*"]
             headers[.cacheControl] = "no-cache"
             return Response(status: .ok, headers: headers, body: ResponseBody { writer in

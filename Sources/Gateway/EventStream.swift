@@ -1,6 +1,7 @@
 import CameraKit
 import Foundation
 import LiveViewCore
+import MediaKit
 import Synchronization
 
 /// The camera events of `GET /api/v1/events` (Server-Sent Events), one stream for all cameras:
@@ -8,10 +9,22 @@ import Synchronization
 /// `af` (the newest frame's AF areas, at most twice a second and only when they change). The
 /// drivers have no change notifications of their own, so while at least one client listens the
 /// gateway watches: states every 250 ms, properties every second, AF every 500 ms. Nobody
-/// listening, nothing is polled.
+/// listening, nothing is polled. Also sent as they happen: `recording` (a segment started or was
+/// finished), `capture` and `capture-failed`.
+///
+/// Every event sent to all listeners has an `id:`; a client that reconnects with `Last-Event-ID`
+/// (browsers' EventSource do it by themselves) first gets what it missed, from the newest
+/// `replayLimit` events, then the current states and properties like any newcomer.
 final class EventStream: Sendable {
     private let cameras: @Sendable () -> [CameraRuntime]
-    private let subscribers = Mutex<[Int: AsyncStream<String>.Continuation]>([:])
+    private struct Listeners {
+        var subscribers: [Int: AsyncStream<String>.Continuation] = [:]
+        var lastID = 0
+        var recent: [(id: Int, text: String)] = []
+    }
+    private let listeners = Mutex(Listeners())
+    /// Events kept for clients that reconnect.
+    static let replayLimit = 512
     private let nextID = Atomic<Int>(1)
     private let watcher = Mutex<Task<Void, Never>?>(nil)
 
@@ -19,13 +32,17 @@ final class EventStream: Sendable {
         self.cameras = cameras
     }
 
-    /// A new listener: its stream starts with every camera's state and properties.
-    func subscribe() -> AsyncStream<String> {
+    /// A new listener: its stream starts with the events after `lastEventID` when they are still
+    /// kept (a reconnect), then every camera's state and properties.
+    func subscribe(lastEventID: Int? = nil) -> AsyncStream<String> {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let first = subscribers.withLock { s -> Bool in
-            s[id] = continuation
-            return s.count == 1
+        let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let first = listeners.withLock { l -> Bool in
+            l.subscribers[id] = continuation
+            if let last = lastEventID, last <= l.lastID, last >= (l.recent.first?.id ?? l.lastID + 1) - 1 {
+                for e in l.recent where e.id > last { continuation.yield(e.text) }
+            }
+            return l.subscribers.count == 1
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
         if first {
@@ -41,9 +58,9 @@ final class EventStream: Sendable {
     }
 
     private func unsubscribe(_ id: Int) {
-        let last = subscribers.withLock { s -> Bool in
-            s.removeValue(forKey: id)
-            return s.isEmpty
+        let last = listeners.withLock { l -> Bool in
+            l.subscribers.removeValue(forKey: id)
+            return l.subscribers.isEmpty
         }
         if last { watcher.withLock { t in t?.cancel(); t = nil } }
     }
@@ -53,8 +70,15 @@ final class EventStream: Sendable {
         return "event: \(event)\ndata: \(String(decoding: data, as: UTF8.self))\n\n"
     }
 
+    /// To every listener, with the next id (kept for reconnects).
     private func send(_ text: String) {
-        for c in subscribers.withLock({ Array($0.values) }) { c.yield(text) }
+        listeners.withLock { l in
+            l.lastID += 1
+            let t = "id: \(l.lastID)\n" + text
+            l.recent.append((l.lastID, t))
+            if l.recent.count > Self.replayLimit { l.recent.removeFirst(l.recent.count - Self.replayLimit) }
+            for c in l.subscribers.values { c.yield(t) }
+        }
     }
 
     private func stateEvent(_ cam: CameraRuntime) -> (key: String, text: String) {
@@ -87,6 +111,12 @@ final class EventStream: Sendable {
             ["x": a.pixels.x, "y": a.pixels.y, "w": a.pixels.width, "h": a.pixels.height, "kind": "\(a.kind)", "state": "\(a.state)"]
         }
         return Self.format("af", ["camera": cam.id, "width": f.width, "height": f.height, "rotation": f.rotation, "areas": areas])
+    }
+
+    /// A recording segment started or finished.
+    func recordingSegment(_ s: RecordingSegment) {
+        send(Self.format("recording", ["camera": s.camera, "change": s.change.rawValue, "path": s.path,
+                                        "frames": s.frames, "clean": s.clean]))
     }
 
     /// A file saved from a camera.

@@ -23,6 +23,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
     private let events: EventStream
     let captureStore: CaptureStore
     private let captureFailures = Atomic<Int>(0)
+    private let capturesSaved = Locked<[String: Int]>([:])
     private let started = Locked(false)
     public let startedAt = Date()
 
@@ -33,11 +34,13 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         self.outputs = OutputSet(options: options, logger: logger)
         self.captureStore = CaptureStore(root: options.capturesDirectory)
         let runtimes = self.runtimes
-        self.events = EventStream(cameras: { runtimes.withLock { $0 } })
+        let events = EventStream(cameras: { runtimes.withLock { $0 } })
+        self.events = events
+        outputs.recordingObserver.withLock { $0 = { events.recordingSegment($0) } }
     }
 
     /// A new listener of `GET /api/v1/events`.
-    public func eventStream() -> AsyncStream<String>? { events.subscribe() }
+    public func eventStream(lastEventID: Int?) -> AsyncStream<String>? { events.subscribe(lastEventID: lastEventID) }
 
     /// Tells the event stream's listeners at once.
     public func propertyWasSet(camera: String, name: String, value: Any) {
@@ -179,6 +182,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         do {
             let file = try captureStore.save(camera: camera, image: image)
             logger.info("saved \(file.path) (\(file.bytes) bytes\(image.fromBody ? ", shot on the camera" : ""))")
+            capturesSaved.withLock { $0[camera, default: 0] += 1 }
             events.captureSaved(file.json)
             return file
         } catch {
@@ -226,7 +230,8 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         m.help("livegate_hub_published_total", "Frames published to the outputs.", type: "counter")
         for c in cams { m.sample("livegate_hub_published_total", ["camera": c.id], Double(c.hub.published)) }
         m.help("livegate_captures_saved_total", "Images saved from the camera (API and body shots).", type: "counter")
-        for c in cams { m.sample("livegate_captures_saved_total", ["camera": c.id], Double(captureStore.list(camera: c.id).count)) }
+        let saved = capturesSaved.withLock { $0 }
+        for c in cams { m.sample("livegate_captures_saved_total", ["camera": c.id], Double(saved[c.id] ?? 0)) }
         m.help("livegate_capture_failures_total", "Images the camera produced that could not be fetched or saved.", type: "counter")
         m.sample("livegate_capture_failures_total", [:], Double(captureFailures.load(ordering: .relaxed)))
         outputs.writeMetrics(into: &m, cameras: cams)

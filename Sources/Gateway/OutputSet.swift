@@ -22,6 +22,8 @@ final class OutputSet: @unchecked Sendable {
         var recorders: [String: Recorder] = [:]
     }
     private let state = Locked(State())
+    /// Told of every recording segment that starts or ends (the event stream).
+    let recordingObserver = Locked<(@Sendable (RecordingSegment) -> Void)?>(nil)
 
     init(options: GatewayOptions, logger: Logger) {
         self.options = options
@@ -124,6 +126,7 @@ final class OutputSet: @unchecked Sendable {
         if let dir = options.recordDirectory {
             var rc = Recorder.Configuration(cameraID: cam.id, directory: dir, segmentDuration: .seconds(options.segmentSeconds))
             rc.fps = options.fps
+            rc.onSegment = recordingObserver.withLock { $0 }
             let r = Recorder(configuration: rc, runtime: runtime, logger: logger)
             try r.start(hub: cam.hub)
             recorder = r

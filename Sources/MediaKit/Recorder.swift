@@ -23,6 +23,22 @@ import Glibc
 /// when the segment duration has passed (on the arrival clock), the image size changes or the PTS
 /// goes backwards. Matroska clusters are written as they fill, so a killed process leaves a readable
 /// file up to its last few frames; `stop()` ends the segment cleanly (EOS, cues, duration).
+/// A recording segment that started or was finished.
+public struct RecordingSegment: Sendable, Hashable {
+    public enum Change: String, Sendable, Hashable {
+        case started
+        case finished
+    }
+    public var camera: String
+    public var change: Change
+    /// The segment's MKV file (its AF sidecar is the same name ending `.af.jsonl`).
+    public var path: String
+    /// Frames written into it (0 when it starts).
+    public var frames: Int
+    /// False when its end was not clean (EOS timed out: the file plays, its cues may be missing).
+    public var clean: Bool = true
+}
+
 public final class Recorder: Sendable {
     /// Recorder settings.
     public struct Configuration: Sendable {
@@ -34,6 +50,8 @@ public final class Recorder: Sendable {
         public var segmentDuration: Duration = .seconds(300)
         /// Frames the lossless queue holds before it overflows.
         public var queueCapacity: Int = 90
+        /// Told when a segment starts and when it is finished (on the recorder's thread).
+        public var onSegment: (@Sendable (RecordingSegment) -> Void)?
         /// The camera's nominal frame rate, written as the track's frame rate (Matroska
         /// DefaultDuration); each frame still keeps its own camera PTS.
         public var fps: Int = 30
@@ -170,6 +188,7 @@ final class SegmentWriterBox: @unchecked Sendable {
     private var lastPTS: UInt64 = 0
     private var width = 0, height = 0
     private var framesInSegment = 0
+    private var currentPath = ""
     private let pathList = Mutex<[String]>([])
     private let errorCount = Atomic<Int>(0)
     private var line = ""
@@ -243,13 +262,16 @@ final class SegmentWriterBox: @unchecked Sendable {
         segmentStartArrival = arrival
         framesInSegment = 0
         pathList.withLock { $0.append(base + ".mkv") }
+        currentPath = base + ".mkv"
         logger.info("recording segment started", metadata: ["camera": "\(configuration.cameraID)", "file": "\(base).mkv"])
+        configuration.onSegment?(RecordingSegment(camera: configuration.cameraID, change: .started, path: base + ".mkv", frames: 0))
     }
 
     /// Ends the open segment: EOS through the muxer (writes cues and duration), waits, closes files.
     func close() {
         guard let p = pipeline, let src = appsrc else { return }
-        if !p.finish(appsrc: src.element, timeout: 10) {
+        let clean = p.finish(appsrc: src.element, timeout: 10)
+        if !clean {
             errorCount.wrappingAdd(1, ordering: .relaxed)
             logger.error("recording segment did not finish cleanly", metadata: ["camera": "\(configuration.cameraID)", "error": "\(p.lastError ?? "EOS timeout")"])
         }
@@ -258,6 +280,8 @@ final class SegmentWriterBox: @unchecked Sendable {
         appsrc = nil
         if let f = sidecar { fclose(f) }
         sidecar = nil
+        configuration.onSegment?(RecordingSegment(camera: configuration.cameraID, change: .finished, path: currentPath,
+                                                  frames: framesInSegment, clean: clean))
     }
 
     private func writeSidecarLine(_ frame: Frame, pts: UInt64, camera: Bool) {

@@ -78,6 +78,7 @@ import Testing
         #expect(emulator.calls.contains { $0.method == "awaitTakePicture" })
         // Each picture was fetched once, and both are listed.
         #expect(gateway.captures(camera: "cam0").count == 2)
+        #expect(gateway.metricsText().contains("livegate_captures_saved_total{camera=\"cam0\"} 2"), "the counter counts the saved pictures")
         #expect(try noPartialFiles(dir))
         server.cancel()
         await gateway.stop()
