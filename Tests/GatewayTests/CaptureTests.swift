@@ -85,6 +85,33 @@ import Testing
         await emulator.stop()
     }
 
+    /// A picture download that dies half-way is fetched again; one that always dies is an error, and
+    /// neither leaves a partial file (under its name or hidden).
+    @Test func aTransferKilledHalfWayIsRetriedAndNeverLeavesAPartialFile() async throws {
+        let dir = try temporaryDirectory("livegate-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (emulator, gateway, server, _) = try await gateway(dir)
+        defer { server.cancel() }
+        let cam = gateway.cameras[0]
+        emulator.cutNextTransfers(1)
+        let files = try await gateway.capture(camera: cam, autofocus: false)
+        #expect(files.count == 1)
+        #expect(emulator.postviewsServed == 2, "the cut download was not fetched again")
+        #expect(Array(FileManager.default.contents(atPath: files[0].path) ?? Data()) == emulator.cardFile(files[0].cameraName),
+                "the saved picture is not the camera's whole file")
+        // Every attempt dies: the capture fails with the reason, nothing is saved.
+        emulator.cutNextTransfers(100)
+        await #expect(throws: (any Error).self) { try await gateway.capture(camera: cam, autofocus: false) }
+        #expect(gateway.captures(camera: "cam0").count == 1)
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("cam0").path)
+        #expect(names == [files[0].name], "\(names)")
+        #expect(try noPartialFiles(dir))
+        emulator.cutNextTransfers(0)
+        server.cancel()
+        await gateway.stop()
+        await emulator.stop()
+    }
+
     @Test(.enabled(if: which("curl") != nil, "needs curl"))
     func aRefusalIs409WithTheCamerasReasonAndLiveViewGoesOn() async throws {
         let dir = try temporaryDirectory("livegate-capture")

@@ -76,6 +76,9 @@ public final class SonyEmulator: CameraEmulator, @unchecked Sendable {
     public var postviewsServed: Int { state.postviewsServed }
     /// Long exposures: actTakePicture answers 40403, awaitTakePicture the picture.
     public func setLongExposure(_ on: Bool) { state.update { $0.longExposure = on } }
+    /// Fault switch for tests: the next `n` picture downloads stop half-way (the connection drops
+    /// after half the bytes its Content-Length announced).
+    public func cutNextTransfers(_ n: Int) { state.cutTransfers(n) }
     /// Refuses shots with 40400 and `reason` (nil: accept them again).
     public func refuseShots(_ reason: String?) { state.update { $0.refuseShots = reason } }
 

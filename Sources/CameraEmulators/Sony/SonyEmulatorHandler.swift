@@ -50,6 +50,17 @@ final class SonyEmulatorHandler: ChannelInboundHandler, @unchecked Sendable {
                 return
             }
             emulator.state.countPostviewServed()
+            if emulator.state.takeCut() {
+                // The transfer dies half-way: the whole length announced, half the bytes, then gone.
+                var h = HTTPHeaders()
+                h.add(name: "Content-Type", value: "image/jpeg")
+                h.add(name: "Content-Length", value: String(bytes.count))
+                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: h))), promise: nil)
+                let half = context.channel.allocator.buffer(bytes: bytes.prefix(bytes.count / 2))
+                let ch = context.channel
+                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(half)))).whenComplete { _ in ch.close(promise: nil) }
+                return
+            }
             respond(context: context, status: .ok, contentType: "image/jpeg", body: bytes, keepAlive: head.isKeepAlive)
         case (.GET, "/liveview/liveviewstream"):
             guard emulator.state.settings.liveview else {

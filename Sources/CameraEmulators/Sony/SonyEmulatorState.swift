@@ -61,6 +61,12 @@ final class SonyEmulatorState: @unchecked Sendable {
     private let lock = Locked(Settings())
     private let card = Locked<[String: [UInt8]]>([:])
     private let postviews = Locked(0)
+    private let cuts = Locked(0)
+
+    /// The next `n` postview GETs end half-way (the connection drops).
+    func cutTransfers(_ n: Int) { cuts.withLock { $0 = n } }
+    /// True when this postview GET is one to cut (and counts it).
+    func takeCut() -> Bool { cuts.withLock { c in guard c > 0 else { return false }; c -= 1; return true } }
 
     /// A picture on the emulated card, by name.
     func cardFile(_ name: String) -> [UInt8]? { card.withLock { $0[name] } }
