@@ -5,10 +5,12 @@ import HTTPTypes
 import NIOCore
 
 /// The card over HTTP: `GET /api/v1/cameras/{id}/files` (paged listing) and
-/// `GET /api/v1/cameras/{id}/files/{path}` (the file streamed from the camera, with Range).
+/// `GET /api/v1/cameras/{id}/files/{path}` (the file streamed from the camera, with Range) and
+/// `GET /api/v1/cameras/{id}/thumbnails/{path}` (the camera's preview of it).
 /// Only a path the camera lists can be downloaded: anything else — `..`, encoded or not — is 400 or 404.
 extension ControlAPI {
     static func addFileRoutes(_ router: Router<BasicRequestContext>, model: any ControlModel) {
+        addThumbnailRoute(router, model: model)
         router.get("/api/v1/cameras/:id/files") { request, context in
             let (_, card) = try browsing(context, model)
             let offset = try queryInt(request, "offset", default: 0, range: 0...Int.max)
@@ -56,6 +58,26 @@ extension ControlAPI {
                 try await writer.finish(nil)
             }
             return Response(status: status, headers: headers, body: body)
+        }
+    }
+
+    /// `GET /api/v1/cameras/{id}/thumbnails/{path}`: the camera's small preview of a listed file.
+    static func addThumbnailRoute(_ router: Router<BasicRequestContext>, model: any ControlModel) {
+        router.get("/api/v1/cameras/:id/thumbnails/**") { _, context in
+            let (cam, card) = try browsing(context, model)
+            guard card.hasThumbnails else { throw APIError(.notImplemented, "\(cam.id) makes no thumbnails; download the file") }
+            let path = try cardPath(context.parameters.getCatchAll())
+            let files = try await mapErrors { try await card.listFiles() }
+            guard let file = files.first(where: { $0.path == path }) else {
+                throw APIError(.notFound, "\(cam.id) has no file \(path)")
+            }
+            let bytes = try await mapErrors { try await card.thumbnail(of: file) }
+            guard bytes.starts(with: [0xFF, 0xD8]) else {
+                throw APIError(.badGateway, "\(cam.id) sent no JPEG as the thumbnail of \(path)")
+            }
+            var headers: HTTPFields = [.contentType: "image/jpeg"]
+            headers[.cacheControl] = "max-age=3600"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         }
     }
 

@@ -67,6 +67,14 @@ import Testing
             #expect(r.body.count < 1000, "\(hostile) served \(r.body.count) bytes")
         }
         #expect(try await get("\(base)/api/v1/cameras/nope/files").code == "404")
+
+        // The camera's thumbnails: listed files only.
+        let thumb = try await get("\(base)/api/v1/cameras/cam0/thumbnails/DCIM/100OLYMP/\(names[0])")
+        #expect(thumb.code == "200" && thumb.body == emu.thumbnail(names[0]) && thumb.body.starts(with: [0xFF, 0xD8]), "\(thumb.code)")
+        #expect(try await get("\(base)/api/v1/cameras/cam0/thumbnails/DCIM/100OLYMP/\(names[1])").body == emu.thumbnail(names[1]))
+        #expect(emu.thumbnail(names[0]) != emu.thumbnail(names[1]))
+        #expect(try await get("\(base)/api/v1/cameras/cam0/thumbnails/DCIM/100OLYMP/NOPE.JPG").code == "404")
+        #expect(try await get("\(base)/api/v1/cameras/cam0/thumbnails/DCIM/../../etc/passwd").code.hasPrefix("4"))
         server.cancel()
         await gateway.stop()
         await emu.stop()

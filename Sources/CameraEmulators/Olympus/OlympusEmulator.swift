@@ -245,6 +245,8 @@ public final class OlympusEmulator: CameraEmulator, Sendable {
     public func cardFile(_ name: String) -> [UInt8]? { state.withLock { s in s.card.first { $0.name == name }?.bytes } }
     /// The card's file names, oldest first.
     public var cardNames: [String] { state.withLock { $0.card.map(\.name) } }
+    /// The preview `get_thumbnail.cgi` gives for a card file.
+    public func thumbnail(_ name: String) -> [UInt8]? { state.withLock { $0.thumbnail(name) } }
     /// Refuses shots with HTTP 520 and `reason` (nil: accept them again).
     public func refuseShots(_ reason: String?) { state.withLock { $0.refuseShots = reason } }
 

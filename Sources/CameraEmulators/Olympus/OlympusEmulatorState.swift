@@ -1,5 +1,7 @@
 import Foundation
 import CameraWire
+import JPEGKit
+import LiveViewCore
 
 /// One HTTP request as the Olympus emulator saw it.
 public struct OlympusEmulatorRequest: Sendable, Hashable {
@@ -116,6 +118,14 @@ struct OlympusEmulatorState: Sendable {
     var card: [CardFile] = []
     /// Shots refused with 520 and this message (a full card).
     var refuseShots: String?
+
+    /// The 160×120 preview of a card file: the test pattern showing the file's number.
+    func thumbnail(_ name: String) -> [UInt8]? {
+        guard let i = card.firstIndex(where: { $0.name == name }), let pattern = try? TestPattern(width: 160, height: 120) else { return nil }
+        let f = Frame(copying: [UInt8]())
+        guard (try? pattern.render(frameNumber: i + 1, into: f)) != nil else { return nil }
+        return Array(f.bytes)
+    }
 
     /// Writes a shot to the card under the next DCF name (`P` + month in hex + day + number).
     mutating func addShot(_ jpeg: [UInt8], at date: Date) -> String {
@@ -303,6 +313,12 @@ struct OlympusEmulatorState: Sendable {
             default:
                 return Self.badRequest
             }
+        case ("GET", "/get_thumbnail.cgi"):
+            guard let dir = query["DIR"], dir.hasPrefix(Self.cardFolder + "/"),
+                  let bytes = thumbnail(String(dir.dropFirst(Self.cardFolder.count + 1))) else {
+                return Reply(status: 404, contentType: "text/plain", body: "")
+            }
+            return Reply(status: 200, contentType: "image/jpeg", body: "", bytes: bytes)
         case ("GET", "/get_imglist.cgi"):
             guard let dir = query["DIR"], let text = imageList(dir) else { return Reply(status: 404, contentType: "text/plain", body: "") }
             return Reply(status: 200, contentType: "text/plain", body: text)

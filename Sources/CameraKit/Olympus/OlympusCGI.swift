@@ -69,6 +69,11 @@ public struct OlympusCGI: Sendable {
         try await send("GET", cgi, options, body: nil, timeout: timeout)
     }
 
+    /// GET; returns the body bytes of a 200 answer (a thumbnail, a resized image).
+    public func getData(_ cgi: String, _ options: [(String, String)] = [], timeout: TimeAmount? = nil) async throws -> [UInt8] {
+        try await exchange("GET", cgi, options, body: nil, timeout: timeout).body
+    }
+
     /// POST with a body (Content-Length is always sent).
     @discardableResult
     public func post(_ cgi: String, _ options: [(String, String)], body: String, timeout: TimeAmount? = nil) async throws -> String {
@@ -77,6 +82,12 @@ public struct OlympusCGI: Sendable {
 
     private func send(_ method: String, _ cgi: String, _ options: [(String, String)], body: [UInt8]?,
                       timeout: TimeAmount?) async throws -> String {
+        String(decoding: try await exchange(method, cgi, options, body: body, timeout: timeout).body, as: UTF8.self)
+    }
+
+    /// One request; a status other than 200/202 is the camera's error (its `errormsg` when it sent one).
+    private func exchange(_ method: String, _ cgi: String, _ options: [(String, String)], body: [UInt8]?,
+                          timeout: TimeAmount?) async throws -> HTTPResponse {
         let url = HTTPURL(host: endpoint.host, port: endpoint.port, target: Self.target(cgi, options))
         var headers = [("User-Agent", Self.userAgent)]
         if body != nil { headers.append(("Content-Type", "text/plain;charset=utf-8")) }
@@ -86,12 +97,12 @@ public struct OlympusCGI: Sendable {
         } catch {
             throw CameraControlError.unavailable("\(cgi): \(error)")
         }
-        let text = String(decoding: r.body, as: UTF8.self)
         guard r.status == 200 || r.status == 202 else {
+            let text = String(decoding: r.body, as: UTF8.self)
             let message = OlympusXML.element("errormsg", in: text) ?? "HTTP \(r.status) for \(cgi)"
             throw CameraControlError.camera(code: r.status, message: message)
         }
-        return text
+        return r
     }
 }
 

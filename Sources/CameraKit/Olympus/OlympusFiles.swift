@@ -40,6 +40,13 @@ extension OlympusDriver: CardBrowsing {
         try await cgi.cardFiles().map { CameraFile(path: $0.path, size: $0.size, date: $0.modified) }
     }
 
+    public var hasThumbnails: Bool { true }
+
+    /// `get_thumbnail.cgi?DIR=<path>` (olympus.md §4.6: a small JPEG, 160×120 on the OPC bodies).
+    public func thumbnail(of file: CameraFile) async throws -> [UInt8] {
+        try await cgi.getData("get_thumbnail", [("DIR", file.path)])
+    }
+
     /// A plain GET of the file's path (the whole file; Range is not known to work on these bodies).
     public func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws {
         try await cgi.stream(file.path, body: body)

@@ -51,4 +51,15 @@ public protocol CardBrowsing: AnyObject, Sendable {
     func listFiles() async throws -> [CameraFile]
     /// Streams a listed file's bytes to `body` as the camera sends them (bounded memory).
     func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws
+    /// True when the camera makes small previews of its files (`thumbnail(of:)`).
+    var hasThumbnails: Bool { get }
+    /// The camera's own small JPEG preview of a listed file.
+    func thumbnail(of file: CameraFile) async throws -> [UInt8]
+}
+
+extension CardBrowsing {
+    public var hasThumbnails: Bool { false }
+    public func thumbnail(of file: CameraFile) async throws -> [UInt8] {
+        throw CameraControlError.notSupported("thumbnails")
+    }
 }
