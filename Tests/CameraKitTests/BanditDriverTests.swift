@@ -355,8 +355,8 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
 
     // MARK: Conformance capture vs emulator
 
-    static let capture = "/work/shared/conformance/captures/bandit-loss.pcap"
-    static let expected = "/work/shared/conformance/expected/bandit-loss.bandit-udp.jsonl"
+    static let capture = Shared.path("conformance/captures/bandit-loss.pcap")
+    static let expected = Shared.path("conformance/expected/bandit-loss.bandit-udp.jsonl")
 
     /// The UDP payloads of a pcap.
     static func datagrams(pcap path: String) throws -> [[UInt8]] {
@@ -421,11 +421,9 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
         return (got.withLock { $0 }, stats.drops)
     }
 
-    @Test func conformanceCaptureParsesLikeTheEmulatorsDatagrams() async throws {
-        guard FileManager.default.fileExists(atPath: Self.capture), FileManager.default.fileExists(atPath: Self.expected) else {
-            print("SKIPPED conformanceCaptureParsesLikeTheEmulatorsDatagrams: \(Self.capture) not present (no /work/shared)")
-            return
-        }
+    @Test(.enabled(if: Shared.has("conformance/captures/bandit-loss.pcap") && Shared.has("conformance/expected/bandit-loss.bandit-udp.jsonl"),
+                   "needs ../shared/conformance (the Bandit loss capture and its expected frames)"))
+    func conformanceCaptureParsesLikeTheEmulatorsDatagrams() async throws {
         // 1. The capture through the driver's own ingest: the expected frames, the lost one counted.
         let captured = try Self.datagrams(pcap: Self.capture)
         let lines = try String(contentsOfFile: Self.expected, encoding: .utf8).split(separator: "\n")

@@ -8,7 +8,7 @@ import Logging
 import NIOPosix
 import Testing
 
-let ptpFixtureDir = "/work/shared/fixtures/ptp"
+let ptpFixtureDir = Shared.path("fixtures/ptp")
 let ptpFixturesPresent = FileManager.default.fileExists(atPath: ptpFixtureDir)
 
 func ptpFixture(_ name: String, dir: String = ptpFixtureDir) throws -> [UInt8] {
@@ -51,10 +51,10 @@ func ptpCanonRecords(_ b: [UInt8]) -> [Int]? {
 }
 
 extension PTPTests {
-    /// The emulators' objects against recorded camera bytes (/work/shared/fixtures/ptp): both parse
+    /// The emulators' objects against recorded camera bytes (../shared/fixtures/ptp): both parse
     /// the same way and share the framing the notes describe.
     @Suite(.serialized) struct Fixtures {
-        @Test(.enabled(if: ptpFixturesPresent, "needs /work/shared/fixtures/ptp"))
+        @Test(.enabled(if: ptpFixturesPresent, "needs ../shared/fixtures/ptp"))
         func nikonExObjectsMatchTheZRDumps() throws {
             let emu = try makePTPEmulator(.nikon).liveViewObject(index: 3)
             for n in ["00", "12", "18", "19", "20", "24"] {
@@ -87,7 +87,7 @@ extension PTPTests {
             #expect(r.issues == 0 && r.frames.count == 1 && r.frames.first?.af == 1)
         }
 
-        @Test(.enabled(if: ptpFixturesPresent, "needs /work/shared/fixtures/ptp"))
+        @Test(.enabled(if: ptpFixturesPresent, "needs ../shared/fixtures/ptp"))
         func canonViewFinderDataAndGetEventMatchTheEOSDumps() throws {
             let real = try ptpFixture("canon_eos_getviewfinderdata_vcam.bin")
             let emu = try makePTPEmulator(.canon).liveViewObject(index: 0)
@@ -121,7 +121,7 @@ extension PTPTests {
             #expect(CanonFocusInfo.fromGetEvent(rec[...]) == fi)
         }
 
-        @Test(.enabled(if: ptpFixturesPresent, "needs /work/shared/fixtures/ptp"))
+        @Test(.enabled(if: ptpFixturesPresent, "needs ../shared/fixtures/ptp"))
         func fujiFramesAndDeviceInfoMatchTheRecordedOnes() throws {
             let real = try ptpFixture("fuji_lv_port55742_frame_vcam.bin")
             let emu = try makePTPEmulator(.fuji).liveViewObject(index: 0)
@@ -152,10 +152,10 @@ extension PTPTests {
             #expect(ptpFrames { e in q.feed(emu, e) }.frames.count == 1)
         }
 
-        @Test(.enabled(if: FileManager.default.fileExists(atPath: "/work/shared/fixtures/sony/rocc-liveview-rx100m7-singleimage.bin"),
-                       "needs /work/shared/fixtures/sony"))
+        @Test(.enabled(if: Shared.has("fixtures/sony/rocc-liveview-rx100m7-singleimage.bin"),
+                       "needs ../shared/fixtures/sony"))
         func sonyRealDatasetHasTheSameFraming() throws {
-            let sonyDir = "/work/shared/fixtures/sony"
+            let sonyDir = Shared.path("fixtures/sony")
             let real = try ptpFixture("rocc-liveview-rx100m7-singleimage.bin", dir: sonyDir)
             #expect(ptpRD32(real, 0) == 136 && ptpRD32(real, 8) == 16 && ptpRD32(real, 12) == 120)
             var p = SonyPTPParser(transfer: .raw)

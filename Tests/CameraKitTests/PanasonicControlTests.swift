@@ -196,10 +196,10 @@ import Testing
     }
 }
 
-/// The real `cam.cgi` replies in /work/shared/fixtures/panasonic (origin licences unclear, so they
+/// The real `cam.cgi` replies in ../shared/fixtures/panasonic (origin licences unclear, so they
 /// are read in place, not copied; skipped when the directory is absent).
 @Suite(.enabled(if: FileManager.default.fileExists(atPath: PanasonicFixtures.dir),
-                "needs /work/shared/fixtures/panasonic (real camera replies, not copied into the repo)"))
+                "needs ../shared/fixtures/panasonic (real camera replies, not copied into the repo)"))
 struct PanasonicFixtureTests {
     func load(_ name: String) throws -> PanasonicReply {
         let data = try #require(FileManager.default.contents(atPath: "\(PanasonicFixtures.dir)/\(name)"))
@@ -259,6 +259,6 @@ struct PanasonicFixtureTests {
 }
 
 enum PanasonicFixtures {
-    static let dir = "/work/shared/fixtures/panasonic"
-    static let capture = "/work/shared/conformance/captures/lumix-af.pcap"
+    static let dir = Shared.path("fixtures/panasonic")
+    static let capture = Shared.path("conformance/captures/lumix-af.pcap")
 }

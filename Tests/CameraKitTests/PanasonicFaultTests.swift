@@ -83,7 +83,7 @@ import Testing
 /// The emulator's datagrams against the conformance capture (a synthetic pcap built from the notes,
 /// frame 0 carrying the real GX7 JPEG).
 @Suite(.enabled(if: FileManager.default.fileExists(atPath: PanasonicFixtures.capture),
-                "needs /work/shared/conformance/captures/lumix-af.pcap"))
+                "needs ../shared/conformance/captures/lumix-af.pcap"))
 struct PanasonicConformanceTests {
     struct Shape: Equatable {
         var version: UInt16

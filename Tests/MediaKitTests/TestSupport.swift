@@ -181,14 +181,14 @@ func makeTempDir(_ name: String) throws -> String {
     return dir
 }
 
-/// The shared fixtures folder (../shared/fixtures next to the repository), when present.
+/// A file of the shared fixtures folder (`../shared/fixtures` beside the repository, or
+/// `$LIVEGATE_SHARED/fixtures`), when present.
 func sharedFixture(_ relative: String) -> String? {
-    let candidates = [
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().resolvingSymlinksInPath()
-            .appendingPathComponent("../../../shared/fixtures/\(relative)").standardized.path,
-        "/work/shared/fixtures/\(relative)",
-    ]
-    return candidates.first { FileManager.default.fileExists(atPath: $0) }
+    let root = ProcessInfo.processInfo.environment["LIVEGATE_SHARED"].flatMap { $0.isEmpty ? nil : $0 }
+        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().resolvingSymlinksInPath()
+            .appendingPathComponent("../../../shared").standardized.path
+    let path = root + "/fixtures/" + relative
+    return FileManager.default.fileExists(atPath: path) ? path : nil
 }
 
 /// The repository root (where `pipelines/` lives).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent Olympus / OM System Wi-Fi test camera (OI.Share dialect).
 
-Clean-room: written only from /work/shared/protocols/olympus.md ("the notes"),
+Clean-room: written only from ../shared/protocols/olympus.md ("the notes"),
 without looking at livegate's own Olympus code.  Section numbers below (§N)
 refer to that file.  Python 3.11 standard library only; `ffmpeg` is run once at
 start-up to make the live-view JPEGs (and their 160x120 thumbnails).
