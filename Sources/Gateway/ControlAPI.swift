@@ -375,6 +375,7 @@ public enum ControlAPI {
             "reason": reason(cam, branches: branches) ?? NSNull(), "branches": branches,
             "capabilities": Dictionary(uniqueKeysWithValues: cam.vendor.capabilities.byName),
             "properties": cam.vendor.properties.map(\.rawValue),
+            "storage": (cam.driver as? any StorageReporting)?.storage.map { Dictionary(uniqueKeysWithValues: $0.fields) } ?? NSNull(),
         ]
     }
 

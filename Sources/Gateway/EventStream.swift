@@ -9,7 +9,8 @@ import Synchronization
 /// `af` (the newest frame's AF areas, at most twice a second and only when they change). The
 /// drivers have no change notifications of their own, so while at least one client listens the
 /// gateway watches: states every 250 ms, properties every second, AF every 500 ms. Nobody
-/// listening, nothing is polled. Also sent as they happen: `recording` (a segment started or was
+/// listening, nothing is polled. `storage` (the card: mounted, full, write-protected, remaining
+/// shots, where the camera says) is checked every second. Also sent as they happen: `recording` (a segment started or was
 /// finished), `capture` and `capture-failed`.
 ///
 /// Every event sent to all listeners has an `id:`; a client that reconnects with `Last-Event-ID`
@@ -113,6 +114,14 @@ final class EventStream: Sendable {
         return Self.format("af", ["camera": cam.id, "width": f.width, "height": f.height, "rotation": f.rotation, "areas": areas])
     }
 
+    /// The camera's card, when its driver reports one.
+    private func storageEvent(_ cam: CameraRuntime) -> String? {
+        guard let s = (cam.driver as? any StorageReporting)?.storage else { return nil }
+        var obj: [String: Any] = ["camera": cam.id]
+        for (k, v) in s.fields { obj[k] = v }
+        return Self.format("storage", obj)
+    }
+
     /// A recording segment started or finished.
     func recordingSegment(_ s: RecordingSegment) {
         send(Self.format("recording", ["camera": s.camera, "change": s.change.rawValue, "path": s.path,
@@ -153,6 +162,7 @@ final class EventStream: Sendable {
             group.addTask { [self] in
                 var states: [String: String] = [:]
                 var af: [String: String] = [:]
+                var storage: [String: String] = [:]
                 var tick = 0
                 while !Task.isCancelled {
                     for cam in cameras() {
@@ -164,6 +174,10 @@ final class EventStream: Sendable {
                         if tick % 2 == 0, let a = afEvent(cam), af[cam.id] != a {
                             af[cam.id] = a
                             send(a)
+                        }
+                        if tick % 4 == 0, let s = storageEvent(cam), storage[cam.id] != s {
+                            storage[cam.id] = s
+                            send(s)
                         }
                     }
                     tick += 1

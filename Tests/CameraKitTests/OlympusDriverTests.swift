@@ -118,6 +118,10 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         #expect(OlympusVocabulary.shutterValue("1.3\"", offered: shutter) == "1.3\"")
         #expect(OlympusVocabulary.shutterValue("1/1.3", offered: shutter) == "1.3")
         #expect(OlympusVocabulary.shutterValue("1/8000", offered: shutter) == nil)
+        // A bare number is ambiguous (the camera's "2" is 1/2 s): refused, the valid values say how to write it.
+        #expect(OlympusVocabulary.shutterValue("2", offered: shutter) == nil)
+        #expect(OlympusVocabulary.shutterValue("1/2", offered: shutter) == "2")
+        #expect(OlympusVocabulary.shutterValue("livebulb", offered: shutter) == "livebulb")
 
         let f = ["2.8", "5.6", "8.0", "11"]
         #expect(OlympusVocabulary.apertureValue("5.6", offered: f) == "5.6")

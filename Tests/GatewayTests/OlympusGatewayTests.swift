@@ -1,4 +1,5 @@
 import CameraEmulators
+import CameraKit
 import CameraWire
 import Foundation
 import Gateway
@@ -222,6 +223,29 @@ import Testing
         let json = try await runProcessAsync(which("curl")!, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 30).output
         let obj = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
         #expect(obj?["rotation"] as? Int == 90, "\(json.prefix(600))")
+        await gateway.stop()
+        await emu.stop()
+    }
+
+    /// The card as the camera reports it (TLV 3 and 5): in the camera JSON and as `storage` events,
+    /// a new one when a shot on the body takes a place on the card.
+    @Test func theCardStateIsReportedAndAShotIsAStorageEvent() async throws {
+        let emu = try await emulator()
+        let gateway = try await gateway(emu)
+        let cam = try #require(gateway.cameras.first)
+        #expect(await waitUntil(timeout: 15) { cam.driver.stats.frames > 10 })
+        let seen = Locked<[String]>([])
+        let stream = try #require(gateway.eventStream(lastEventID: nil))
+        let reader = Task { for await e in stream where e.contains("event: storage") { seen.withLock { $0.append(e) } } }
+        defer { reader.cancel() }
+        #expect(await waitUntil(timeout: 5) { seen.withLock { $0.count } >= 1 }, "no storage event")
+        let first = seen.withLock { $0.first ?? "" }
+        #expect(first.contains(#""mounted":true"#) && first.contains(#""full":false"#) && first.contains(#""remainingShots":999"#), "\(first)")
+        emu.shootOnBody()
+        #expect(await waitUntil(timeout: 5) { seen.withLock { $0.contains { $0.contains(#""remainingShots":998"#) } } },
+                "no storage event after the shot: \(seen.withLock { $0 })")
+        let storage = (cam.driver as? any StorageReporting)?.storage
+        #expect(storage?.mounted == true && storage?.writeProtected == false && storage?.remainingShots == 998)
         await gateway.stop()
         await emu.stop()
     }

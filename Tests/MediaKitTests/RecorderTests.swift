@@ -183,10 +183,12 @@ extension MediaTests {
             #expect(r.status == 0)
         }
 
-        /// Not a test on its own: the child half of `survivesSIGKILL` (does nothing unless the
-        /// environment asks for it).
-        @Test func recorderChildProcess() throws {
-            guard let dir = ProcessInfo.processInfo.environment["LIVEGATE_RECORDER_CHILD_DIR"] else { return }
+        /// Not a test on its own: the child half of `survivesSIGKILL` (a recorded skip unless that
+        /// test starts it).
+        @Test(.enabled(if: ProcessInfo.processInfo.environment["LIVEGATE_RECORDER_CHILD_DIR"] != nil,
+                       "the child half of survivesSIGKILL; runs only when that test starts it"))
+        func recorderChildProcess() throws {
+            let dir = try #require(ProcessInfo.processInfo.environment["LIVEGATE_RECORDER_CHILD_DIR"])
             let hub = FrameHub()
             let recorder = Recorder(configuration: .init(cameraID: "killed", directory: dir), runtime: testRuntime)
             try recorder.start(hub: hub)

@@ -319,8 +319,9 @@ public final class OlympusEmulator: CameraEmulator, Sendable {
         guard let plan else { return }
         let frame = source.frame(index: plan.index)
         guard !frame.jpeg.isEmpty else { return }
-        let (values, touch) = state.withLock { ($0.values, $0.touchFrame) }
+        let (values, touch, onCard) = state.withLock { ($0.values, $0.touchFrame, $0.card.count) }
         var m = Self.metadata(values: values, touch: touch, frame: frame, configuration: configuration)
+        m.maxTakeNumber = UInt32(max(0, 999 - onCard))
         m.frameSize = UInt32(frame.jpeg.count)
         var send: [Bool] = []
         let packets = stream.withLock { s -> [[UInt8]] in

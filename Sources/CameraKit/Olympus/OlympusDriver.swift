@@ -15,7 +15,7 @@ import Synchronization
 /// Frames: `sequence` = RTP timestamp (frame number, extended over wraps), time base = camera
 /// (PTS = the frame number at the live view's rate, `OlympusFrameClock`). AF areas from TLV 2 and
 /// the face TLVs. The EXIF orientation (TLV 4) is also kept in `orientation` / `lastMetadata`.
-public final class OlympusDriver: CameraDriver, Sendable {
+public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
     public let vendor = "olympus"
     public let stats = DriverStats()
     public let endpoint: OlympusEndpoint
@@ -82,6 +82,23 @@ public final class OlympusDriver: CameraDriver, Sendable {
     public var lastMetadata: OlympusRTP.Metadata? { current.withLock { $0.lastMetadata } }
     /// EXIF orientation of the latest frame (1, 3, 6, 8), from TLV 4.
     public var orientation: Int? { lastMetadata?.rotation.map { Int($0) } }
+
+    /// The card as the live view's TLV 3 (mntmediainfo) and TLV 5 (maxtakenum) describe it
+    /// (olympus.md §6.3): bits [1:0] 01 mounted, [2] 1 not full, [3] write-protected, [4] error,
+    /// [5] writing; remaining shots capped at 9999 by the camera.
+    public var storage: CameraStorage? {
+        guard let m = lastMetadata, m.mediaInfo != nil || m.maxTakeNumber != nil else { return nil }
+        var s = CameraStorage()
+        if let bits = m.mediaInfo {
+            s.mounted = bits & 0b11 == 0b01
+            s.full = s.mounted == true ? bits & 0b100 == 0 : nil
+            s.writeProtected = bits & 0b1000 != 0
+            s.error = bits & 0b1_0000 != 0
+            s.writing = bits & 0b10_0000 != 0
+        }
+        s.remainingShots = m.maxTakeNumber.map { Int($0) }
+        return s
+    }
 
     public func start(hub: FrameHub) {
         let publisher = FramePublisher(hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex)

@@ -83,10 +83,12 @@ public enum OlympusVocabulary {
         return "1/\(v)"
     }
 
+    /// The camera's value for a common shutter speed (`1/250`, `2"` or `2s`, a live mode). A bare
+    /// number is refused (nil): the camera's own `2` means 1/2 s, a user's `2` most likely 2 s.
     public static func shutterValue(_ common: String, offered: [String]) -> String? {
         var t = common.olympusTrimmed()
         if t.hasSuffix("s"), Double(t.dropLast()) != nil { t = String(t.dropLast()) + "\"" }
-        return offered.first { commonShutter($0) == t || $0 == t }
+        return offered.first { commonShutter($0) == t || (Double(t) == nil && $0 == t) }
     }
 
     // MARK: Aperture
