@@ -112,6 +112,8 @@ public final class PTPEmulator: CameraEmulator, @unchecked Sendable {
 
     /// Every operation received so far, in order.
     public var requests: [PTPRequestRecord] { model.log.withLock { $0 } }
+    /// A file of the emulated card by its path (`/DCIM/100NIKON/DSC_0001.JPG`).
+    public func cardFile(_ path: String) -> [UInt8]? { model.cardFile(path) }
     /// Forgets the request log.
     public func clearRequests() { model.log.withLock { $0.removeAll() } }
     /// Live-view frames served (or pushed) so far.

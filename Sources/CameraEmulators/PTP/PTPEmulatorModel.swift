@@ -73,17 +73,18 @@ final class PTPEmulatorModel: @unchecked Sendable {
 
     var deviceInfo: PTPEmulatedDeviceInfo {
         let common: [UInt16] = [0x1001, 0x1002, 0x1003, 0x1008, 0x1009, 0x1014, 0x1015, 0x1016]
+        let cardOps: [UInt16] = [0x1004, 0x1007, 0x101B]
         let props = state.withLock { Array($0.props.keys).sorted() }
         switch kind {
         case .nikon:
-            var ops = common + [0x9201, 0x9202, 0x9203, 0x9205, 0x90C8]
+            var ops = common + cardOps + [0x9201, 0x9202, 0x9203, 0x9205, 0x90C8]
             if nikonUseEx { ops.append(0x9428) }
             return PTPEmulatedDeviceInfo(vendorExtensionID: 0x0A, vendorExtensionDesc: "microsoft.com: 1.0", operations: ops,
                                       events: [0x4006, 0xC10C], properties: props, manufacturer: "Nikon Corporation",
                                       model: nikonUseEx ? "Z emulated" : "D850 emulated", version: "V1.00",
                                       serial: "0000001")
         case .canon:
-            return PTPEmulatedDeviceInfo(vendorExtensionID: 0x0B, vendorExtensionDesc: "", operations: common + [
+            return PTPEmulatedDeviceInfo(vendorExtensionID: 0x0B, vendorExtensionDesc: "", operations: common + cardOps + [
                 0x9110, 0x9114, 0x9115, 0x9116, 0x911D, 0x9127, 0x9153, 0x915B,
             ], events: [0xC189, 0xC18A], properties: props, manufacturer: "Canon Inc.", model: "Canon EOS emulated",
             version: "1-1.0.0", serial: "000000000001")
@@ -94,7 +95,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
                                       model: "ILCE emulated", version: "1.00", serial: "00000001")
         case .fuji:
             return PTPEmulatedDeviceInfo(vendorExtensionID: 0x06, vendorExtensionDesc: "fujifilm.co.jp: 1.0; ",
-                                      operations: common + [0x101C, 0x1018], events: [], properties: props,
+                                      operations: common + cardOps + [0x101C, 0x1018], events: [], properties: props,
                                       manufacturer: "FUJIFILM", model: "X-H1", version: "1.00", serial: "EMU0001")
         }
     }
@@ -218,11 +219,96 @@ final class PTPEmulatorModel: @unchecked Sendable {
             connectionLost()
             return PTPReply(code: PTPResponse.ok)
         }
+        if kind != .sony, let r = cardOperation(code, params) { return r }
         switch kind {
         case .nikon: return nikon(code, params, data, p0)
         case .sony: return sony(code, params, data, p0)
         case .canon: return canon(code, params, data, p0)
         case .fuji: return fuji(code, params, data, p0)
+        }
+    }
+
+    // MARK: The card (ptp.md §8.1; the emulator's choices as §8.5 describes them)
+
+    /// One object on the emulated card.
+    struct CardObject: Sendable {
+        var handle: UInt32
+        var parent: UInt32
+        var name: String
+        var format: UInt16
+        var bytes: [UInt8]
+    }
+    static let cardStorage: UInt32 = 0x0001_0001
+
+    /// DCIM, one DCF folder, three JPEGs (the test pattern's first frames) and a 2.5 MB movie.
+    private(set) lazy var card: [CardObject] = {
+        let (folder, stem, movie): (String, String, String) = switch kind {
+        case .nikon: ("100NIKON", "DSC_", "MOV")
+        case .canon: ("100CANON", "IMG_", "MP4")
+        case .fuji: ("100_FUJI", "DSCF", "MOV")
+        case .sony: ("100MSDCF", "DSC0", "MP4")
+        }
+        var out = [CardObject(handle: 0x1000_0001, parent: 0, name: "DCIM", format: 0x3001, bytes: []),
+                   CardObject(handle: 0x1000_0002, parent: 0x1000_0001, name: folder, format: 0x3001, bytes: [])]
+        for i in 0..<3 {
+            out.append(CardObject(handle: 0x1000_0003 + UInt32(i), parent: 0x1000_0002, name: "\(stem)000\(i + 1).JPG",
+                                  format: 0x3801, bytes: source.frame(index: i).jpeg))
+        }
+        var g = UInt32(0x2545_F491)
+        let clip = (0..<(2_500_000)).map { _ -> UInt8 in g ^= g << 13; g ^= g >> 17; g ^= g << 5; return UInt8(truncatingIfNeeded: g) }
+        out.append(CardObject(handle: 0x1000_0006, parent: 0x1000_0002, name: "\(stem)0004.\(movie)",
+                              format: movie == "MOV" ? 0x300D : 0xB982, bytes: clip))
+        return out
+    }()
+    private let cardLock = Locked(())
+
+    private func cardObject(_ handle: UInt32) -> CardObject? { cardLock.withLock { _ in card.first { $0.handle == handle } } }
+
+    /// A card path's bytes (tests).
+    func cardFile(_ path: String) -> [UInt8]? {
+        cardLock.withLock { _ -> [UInt8]? in
+            let byHandle = Dictionary(uniqueKeysWithValues: card.map { ($0.handle, $0) })
+            for o in card where o.format != 0x3001 {
+                var parts = [o.name], up = o.parent
+                while let p = byHandle[up] { parts.insert(p.name, at: 0); up = p.parent }
+                if "/" + parts.joined(separator: "/") == path { return o.bytes }
+            }
+            return nil
+        }
+    }
+
+    /// GetStorageIDs, GetObjectHandles, and GetObjectInfo / GetObject / GetPartialObject of card objects.
+    private func cardOperation(_ code: UInt16, _ params: [UInt32]) -> PTPReply? {
+        let p0 = params.first ?? 0
+        switch code {
+        case PTPOperation.getStorageIDs:
+            var b: [UInt8] = []
+            b.ptpU32(1); b.ptpU32(Self.cardStorage)
+            return PTPReply(code: PTPResponse.ok, data: b)
+        case PTPOperation.getObjectHandles:
+            guard p0 == 0xFFFF_FFFF || p0 == Self.cardStorage else { return PTPReply(code: 0x2008) }  // InvalidStorageID
+            let handles = cardLock.withLock { _ in card.map(\.handle) }
+            var b: [UInt8] = []
+            b.ptpU32(UInt32(handles.count))
+            for h in handles { b.ptpU32(h) }
+            return PTPReply(code: PTPResponse.ok, data: b)
+        case PTPOperation.getObjectInfo:
+            guard let o = cardObject(p0) else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+            var b: [UInt8] = []
+            b.ptpU32(Self.cardStorage); b.ptpU16(o.format); b.ptpU16(0); b.ptpU32(UInt32(o.bytes.count))
+            b.ptpU16(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0)
+            b.ptpU32(o.parent); b.ptpU16(o.format == 0x3001 ? 1 : 0); b.ptpU32(0); b.ptpU32(0)
+            b.ptpString(o.name); b.ptpString("20260501T120000"); b.ptpString("20260501T120000"); b.ptpString("")
+            return PTPReply(code: PTPResponse.ok, data: b)
+        case PTPOperation.getObject:
+            guard let o = cardObject(p0), o.format != 0x3001 else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+            return PTPReply(code: PTPResponse.ok, data: o.bytes)
+        case PTPOperation.getPartialObject:
+            guard let o = cardObject(p0), o.format != 0x3001, params.count >= 3 else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+            let start = min(Int(params[1]), o.bytes.count), end = min(o.bytes.count, start + Int(params[2]))
+            return PTPReply(code: PTPResponse.ok, params: [UInt32(end - start)], data: Array(o.bytes[start..<end]))
+        default:
+            return nil
         }
     }
 

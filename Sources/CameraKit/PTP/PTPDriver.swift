@@ -103,6 +103,8 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
     private let pool = FramePool(capacity: 24, frameBytes: 512 * 1024)
     private let lifecycle: DriverLifecycle
     private let sessionBox = Locked<(any PTPVendorSession)?>(nil)
+    /// Card paths to object handles, from the last listing (`PTPCard.swift`).
+    let cardHandles = Locked<[String: UInt32]>([:])
     private let vendorBox: Locked<PTPVendor?>
     private let deviceInfoBox = Locked<PTPDeviceInfo?>(nil)
     private let busyCount = Locked(0)
@@ -268,7 +270,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
 
     // MARK: Control
 
-    private func current() throws -> any PTPVendorSession {
+    func current() throws -> any PTPVendorSession {
         guard let s = sessionBox.withLock({ $0 }) else { throw CameraControlError.unavailable("camera not connected") }
         return s
     }

@@ -45,8 +45,9 @@ public struct PTPCameraVendor: CameraVendor {
 
     public var capabilities: CameraCapabilities {
         switch dialect {
-        case .nikon, .canon, .generic: return [.liveView, .afAreas, .touchAF, .events]
-        case .sonyPTP, .fuji: return [.liveView, .afAreas, .events]
+        case .nikon, .canon, .generic: return [.liveView, .afAreas, .touchAF, .events, .files]
+        case .fuji: return [.liveView, .afAreas, .events, .files]
+        case .sonyPTP: return [.liveView, .afAreas, .events]
         }
     }
 
@@ -92,6 +93,9 @@ public struct PTPCameraVendor: CameraVendor {
     public func unsupportedReason(_ capability: CameraCapabilities) -> String {
         if capability == .touchAF && dialect == .sonyPTP { return "touch-AF over Sony PTP/IP: no operation is known" }
         if capability == .touchAF && dialect == .fuji { return "touch-AF over Fujifilm PTP/IP: no operation is known" }
+        if capability == .files && dialect == .sonyPTP {
+            return "the card over Sony PTP/IP needs its contents-transfer mode, whose details are not known"
+        }
         return genericUnsupportedReason(capability)
     }
 }

@@ -1,0 +1,109 @@
+import CameraWire
+import Foundation
+public import NIOCore
+
+/// ObjectInfo (ptp.md §8.1, `ptp-pack.c` PTP_oi_* offsets): what the card listing needs of it.
+struct PTPObjectInfo: Sendable, Hashable {
+    var storage: UInt32
+    var format: UInt16
+    var size: UInt32
+    var parent: UInt32
+    var name: String
+    var captureDate: String
+
+    /// An association (a folder): format 0x3001.
+    var isFolder: Bool { format == 0x3001 }
+
+    init(_ bytes: [UInt8]) throws {
+        var r = PTPReader(bytes)
+        storage = try r.u32()
+        format = try r.u16()
+        _ = try r.u16()                       // ProtectionStatus
+        size = try r.u32()                    // ObjectCompressedSize
+        r = PTPReader(bytes, at: 38)
+        parent = try r.u32()                  // ParentObject
+        r = PTPReader(bytes, at: 52)
+        name = try r.string()                 // Filename
+        captureDate = (try? r.string()) ?? ""
+    }
+
+    /// "YYYYMMDDThhmmss" (optionally with fractions or a zone) as a UTC date.
+    var date: Date? {
+        let d = Array(captureDate.utf8)
+        guard d.count >= 15, d[8] == UInt8(ascii: "T") else { return nil }
+        func n(_ a: Int, _ b: Int) -> Int? { Int(String(decoding: d[a..<b], as: UTF8.self)) }
+        guard let y = n(0, 4), let mo = n(4, 6), let day = n(6, 8), let h = n(9, 11), let mi = n(11, 13), let s = n(13, 15) else { return nil }
+        var c = DateComponents()
+        (c.year, c.month, c.day, c.hour, c.minute, c.second) = (y, mo, day, h, mi, s)
+        c.timeZone = TimeZone(identifier: "UTC")
+        return Calendar(identifier: .gregorian).date(from: c)
+    }
+}
+
+/// The card through the standard PTP operations (ptp.md §8.1): every object from
+/// GetObjectHandles(all storages, any format, all levels), its ObjectInfo, paths built from the
+/// folders (associations) above it; a file comes with GetPartialObject in 1 MiB blocks when the
+/// camera offers it (memory stays bounded), else with one GetObject.
+extension PTPDriver: CardBrowsing {
+    /// Largest block asked for with GetPartialObject ("the EOS R does not like 5MB, but likes 1MB").
+    static let cardBlock = 1 << 20
+
+    public func listFiles() async throws -> [CameraFile] {
+        try await withCard { base in
+            let list = try await base.callOK(PTPOperation.getObjectHandles, [0xFFFF_FFFF, 0, 0]).data
+            var r = PTPReader(list)
+            let n = Int(try r.u32())
+            guard n <= r.remaining / 4 else { throw PTPTransportError.protocolError("object handle list too long") }
+            var infos: [UInt32: PTPObjectInfo] = [:]
+            for _ in 0..<n {
+                let h = try r.u32()
+                infos[h] = try PTPObjectInfo(try await base.callOK(PTPOperation.getObjectInfo, [h]).data)
+            }
+            var files: [CameraFile] = []
+            var handles: [String: UInt32] = [:]
+            for (h, info) in infos where !info.isFolder {
+                var parts = [info.name]
+                var up = info.parent, depth = 0
+                while let p = infos[up], p.isFolder, depth < 32 {
+                    parts.insert(p.name, at: 0)
+                    up = p.parent
+                    depth += 1
+                }
+                let path = "/" + parts.joined(separator: "/")
+                handles[path] = h
+                files.append(CameraFile(path: path, size: Int(info.size), date: info.date))
+            }
+            cardHandles.withLock { $0 = handles }
+            return files.sorted { $0.path < $1.path }
+        }
+    }
+
+    public func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws {
+        if cardHandles.withLock({ $0[file.path] }) == nil { _ = try await listFiles() }
+        guard let handle = cardHandles.withLock({ $0[file.path] }) else {
+            throw CameraControlError.camera(code: 0x2009, message: "\(file.path) is no longer on the card")
+        }
+        try await withCard { base in
+            if base.info.operations.contains(PTPOperation.getPartialObject) {
+                var offset = 0
+                while offset < file.size {
+                    let want = min(Self.cardBlock, file.size - offset)
+                    let part = try await base.callOK(PTPOperation.getPartialObject, [handle, UInt32(offset), UInt32(want)]).data
+                    guard !part.isEmpty else { throw CameraControlError.camera(code: 0, message: "\(file.path): no bytes at \(offset)") }
+                    try await body(ByteBuffer(bytes: part))
+                    offset += part.count
+                }
+            } else {
+                try await body(ByteBuffer(bytes: try await base.callOK(PTPOperation.getObject, [handle]).data))
+            }
+        }
+    }
+
+    /// Runs card operations on the open session (transport failures become `unavailable`).
+    private func withCard<T>(_ body: (PTPVendorBase) async throws -> T) async throws -> T {
+        guard let base = try current() as? PTPVendorBase else { throw CameraControlError.notSupported("the card") }
+        do { return try await body(base) } catch let e as PTPTransportError {
+            throw CameraControlError.unavailable("\(e)")
+        }
+    }
+}
