@@ -68,4 +68,34 @@ import Testing
         server.cancel()
         await gateway.stop()
     }
+
+    /// A Nikon shot into SDRAM (ptp.md §8.2): the picture is saved byte for byte, SDRAM is freed, a
+    /// second shot gets its own file; a Canon says capture is not there yet.
+    @Test func aNikonShootsIntoSDRAMAndTheGatewaySavesIt() async throws {
+        let dir = try temporaryDirectory("livegate-ptp-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let emu = PTPEmulator(kind: .nikon, fps: 10, source: try TestPatternSource(width: 320, height: 240), group: MultiThreadedEventLoopGroup.singleton)
+        _ = try await emu.start()
+        let gateway = try await startGateway(camera: emu.cameraURL, label: "ptp-capture") { $0.capturesDirectory = dir.path }
+        #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
+        let cam = gateway.cameras[0]
+        let first = try await gateway.capture(camera: cam, autofocus: false)
+        let second = try await gateway.capture(camera: cam, autofocus: false)
+        let stills = emu.capturedStills
+        #expect(stills.count == 2 && first.count == 1 && second.count == 1)
+        #expect(Array(FileManager.default.contents(atPath: first[0].path) ?? Data()) == stills.first)
+        #expect(Array(FileManager.default.contents(atPath: second[0].path) ?? Data()) == stills.last)
+        #expect(first[0].name != second[0].name && first[0].name.hasPrefix("DSC_"))
+        #expect(!emu.sdramOccupied, "SDRAM was not freed")
+        let order = emu.requests.map(\.code).filter { [0x90C0, 0x90C7, 0x1009, 0x100B].contains($0) }
+        #expect(Array(order.prefix(4)).first == 0x90C0 && order.contains(0x100B), "\(order)")
+        let before = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 5) { cam.driver.stats.frames > before + 3 }, "live view stopped")
+        await gateway.stop()
+        await emu.stop()
+
+        let canon = try await startGateway(camera: "emulator:canon", label: "ptp-capture")
+        await #expect(throws: (any Error).self) { try await canon.capture(camera: canon.cameras[0], autofocus: false) }
+        await canon.stop()
+    }
 }

@@ -112,6 +112,10 @@ public final class PTPEmulator: CameraEmulator, @unchecked Sendable {
 
     /// Every operation received so far, in order.
     public var requests: [PTPRequestRecord] { model.log.withLock { $0 } }
+    /// The stills a Nikon emulator shot into SDRAM, oldest first.
+    public var capturedStills: [[UInt8]] { model.state.withLock { $0.nikonStills } }
+    /// True while a Nikon picture waits in SDRAM (not deleted by the client yet).
+    public var sdramOccupied: Bool { model.state.withLock { $0.nikonSDRAM != nil } }
     /// A file of the emulated card by its path (`/DCIM/100NIKON/DSC_0001.JPG`).
     public func cardFile(_ path: String) -> [UInt8]? { model.cardFile(path) }
     /// Forgets the request log.

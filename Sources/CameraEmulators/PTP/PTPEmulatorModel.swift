@@ -1,4 +1,5 @@
 import CameraWire
+import Foundation
 import LiveViewCore
 
 /// Which camera a PTP emulator plays.
@@ -45,6 +46,12 @@ final class PTPEmulatorModel: @unchecked Sendable {
         /// Nikon: end live view by itself after this many frames (0 = never), like a D7000 after ~14 000.
         var nikonDropEvery = 0
         var servedSinceStart = 0
+        /// Nikon capture into SDRAM (ptp.md §8.2): when the shot in progress is done (0: none), the
+        /// picture waiting at 0xFFFF0001, the events for 0x90C7, the stills taken so far.
+        var nikonCaptureDue: UInt64 = 0
+        var nikonSDRAM: (name: String, bytes: [UInt8])?
+        var nikonEvents: [(code: UInt16, param: UInt32)] = []
+        var nikonStills: [[UInt8]] = []
     }
 
     let kind: PTPEmulatorKind
@@ -77,7 +84,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
         let props = state.withLock { Array($0.props.keys).sorted() }
         switch kind {
         case .nikon:
-            var ops = common + cardOps + [0x9201, 0x9202, 0x9203, 0x9205, 0x90C8]
+            var ops = common + cardOps + [0x9201, 0x9202, 0x9203, 0x9205, 0x90C8, 0x90C0, 0x90C7, 0x100B]
             if nikonUseEx { ops.append(0x9428) }
             return PTPEmulatedDeviceInfo(vendorExtensionID: 0x0A, vendorExtensionDesc: "microsoft.com: 1.0", operations: ops,
                                       events: [0x4006, 0xC10C], properties: props, manufacturer: "Nikon Corporation",
@@ -239,6 +246,8 @@ final class PTPEmulatorModel: @unchecked Sendable {
         var bytes: [UInt8]
     }
     static let cardStorage: UInt32 = 0x0001_0001
+    /// Where a Nikon keeps the picture it shot into SDRAM.
+    static let nikonSDRAMHandle: UInt32 = 0xFFFF_0001
 
     /// DCIM, one DCF folder, three JPEGs (the test pattern's first frames) and a 2.5 MB movie.
     private(set) lazy var card: [CardObject] = {
@@ -293,7 +302,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
             for h in handles { b.ptpU32(h) }
             return PTPReply(code: PTPResponse.ok, data: b)
         case PTPOperation.getObjectInfo:
-            guard let o = cardObject(p0) else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+            guard let o = cardObject(p0) else { return nil }
             var b: [UInt8] = []
             b.ptpU32(Self.cardStorage); b.ptpU16(o.format); b.ptpU16(0); b.ptpU32(UInt32(o.bytes.count))
             b.ptpU16(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0)
@@ -301,7 +310,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
             b.ptpString(o.name); b.ptpString("20260501T120000"); b.ptpString("20260501T120000"); b.ptpString("")
             return PTPReply(code: PTPResponse.ok, data: b)
         case PTPOperation.getObject:
-            guard let o = cardObject(p0), o.format != 0x3001 else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+            guard let o = cardObject(p0), o.format != 0x3001 else { return nil }
             return PTPReply(code: PTPResponse.ok, data: o.bytes)
         case PTPOperation.getPartialObject:
             guard let o = cardObject(p0), o.format != 0x3001, params.count >= 3 else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
@@ -366,7 +375,46 @@ final class PTPEmulatorModel: @unchecked Sendable {
                     s.deviceReadyBusyLeft -= 1
                     return PTPReply(code: PTPResponse.deviceBusy)
                 }
+                if s.nikonCaptureDue != 0 {
+                    guard MonotonicClock.nanos() >= s.nikonCaptureDue else { return PTPReply(code: PTPResponse.deviceBusy) }
+                    // The shot is done: the picture waits in SDRAM, the events say so.
+                    s.nikonCaptureDue = 0
+                    let bytes = source.frame(index: 500 + s.nikonStills.count).jpeg
+                    s.nikonStills.append(bytes)
+                    s.nikonSDRAM = (String(format: "DSC_%04d.JPG", 100 + s.nikonStills.count), bytes)
+                    s.nikonEvents += [(0xC101, PTPEmulatorModel.nikonSDRAMHandle), (0xC102, 0)]
+                }
                 return PTPReply(code: PTPResponse.ok)
+            }
+        case 0x90C0:  // InitiateCaptureRecInSdram
+            return state.withLock { s in
+                if s.nikonCaptureDue != 0 || s.nikonSDRAM != nil { return PTPReply(code: PTPResponse.deviceBusy) }
+                s.nikonCaptureDue = MonotonicClock.nanos() + 300_000_000
+                return PTPReply(code: PTPResponse.ok)
+            }
+        case 0x90C7:  // GetEvent: u16 count + {u16 code, u32 param}
+            let events = state.withLock { s -> [(code: UInt16, param: UInt32)] in
+                defer { s.nikonEvents.removeAll() }
+                return s.nikonEvents
+            }
+            var b: [UInt8] = []
+            b.ptpU16(UInt16(events.count))
+            for e in events { b.ptpU16(e.code); b.ptpU32(e.param) }
+            return PTPReply(code: PTPResponse.ok, data: b)
+        case PTPOperation.getObjectInfo, PTPOperation.getObject, PTPOperation.deleteObject:
+            return state.withLock { s in
+                guard p0 == PTPEmulatorModel.nikonSDRAMHandle, let pic = s.nikonSDRAM else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+                if code == PTPOperation.getObject { return PTPReply(code: PTPResponse.ok, data: pic.bytes) }
+                if code == PTPOperation.deleteObject {
+                    s.nikonSDRAM = nil
+                    return PTPReply(code: PTPResponse.ok)
+                }
+                var b: [UInt8] = []
+                b.ptpU32(0); b.ptpU16(0x3801); b.ptpU16(0); b.ptpU32(UInt32(pic.bytes.count))
+                b.ptpU16(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0)
+                b.ptpU32(0); b.ptpU16(0); b.ptpU32(0); b.ptpU32(0)
+                b.ptpString(pic.name); b.ptpString("20260501T120000"); b.ptpString("20260501T120000"); b.ptpString("")
+                return PTPReply(code: PTPResponse.ok, data: b)
             }
         case 0x9203, 0x9428:
             if code == 0x9428 && !nikonUseEx { return PTPReply(code: PTPResponse.operationNotSupported) }

@@ -1,0 +1,76 @@
+import CameraWire
+import Foundation
+
+/// Still capture over PTP: Nikon into SDRAM (ptp.md §8.2). Canon EOS release and transfer, Sony
+/// PTP and Fujifilm are not done yet (refused as not supported).
+extension PTPDriver: StillCapturing {
+    public func capture(autofocus: Bool) async throws -> [CameraImage] {
+        guard let nikon = try current() as? NikonPTPSession else {
+            throw CameraControlError.notSupported("capture over this PTP/IP dialect")
+        }
+        do { return [try await nikon.captureIntoSDRAM()] } catch let e as PTPTransportError {
+            throw CameraControlError.unavailable("\(e)")
+        }
+    }
+
+    /// Nothing is announced by the body over PTP here yet.
+    public func setImageSink(_ sink: @escaping CameraImageSink) {}
+}
+
+extension NikonPTPSession {
+    /// The picture's handle in SDRAM (what ObjectAddedInSDRAM's 0 means).
+    static let sdramHandle: UInt32 = 0xFFFF_0001
+
+    /// InitiateCaptureRecInSdram (retried while DeviceBusy), DeviceReady until the shot is done,
+    /// GetEvent until ObjectAddedInSDRAM and CaptureComplete, then the picture from SDRAM, which
+    /// is freed (DeleteObject) for the next shot.
+    func captureIntoSDRAM() async throws -> CameraImage {
+        var tries = 0
+        while true {
+            let r = try await call(0x90C0, [0xFFFF_FFFF])
+            if r.ok { break }
+            guard r.code == PTPResponse.deviceBusy, tries < 100 else {
+                if r.code == PTPResponse.deviceBusy { throw CameraControlError.refused("the camera stayed busy") }
+                throw Self.cameraError(r.code, op: 0x90C0)
+            }
+            tries += 1
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let readyBy = ContinuousClock.now + .seconds(60)  // long exposures
+        while true {
+            let r = try await call(0x90C8)
+            if r.ok || r.code == 0xA201 { break }  // 0xA201 Silent_Release_Busy counts as done
+            guard r.code == PTPResponse.deviceBusy || r.code == 0xA200, ContinuousClock.now < readyBy else {
+                throw Self.cameraError(r.code, op: 0x90C8)
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        var added: UInt32?
+        var complete = false
+        let eventsBy = ContinuousClock.now + .seconds(10)
+        while added == nil || !complete {
+            guard ContinuousClock.now < eventsBy else {
+                throw CameraControlError.camera(code: 0, message: "no ObjectAddedInSDRAM and CaptureComplete within 10 s of the shot")
+            }
+            var r = PTPReader(try await callOK(0x90C7).data)
+            let n = Int(try r.u16())
+            for _ in 0..<n {
+                let code = try r.u16(), param = try r.u32()
+                switch code {
+                case 0xC101, 0x4002: added = param == 0 ? Self.sdramHandle : param
+                case 0xC102, 0x400D: complete = true
+                default: break
+                }
+            }
+            if added == nil || !complete { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let handle = added ?? Self.sdramHandle
+        let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [handle]).data)
+        let bytes = try await callOK(PTPOperation.getObject, [handle]).data
+        _ = try? await call(PTPOperation.deleteObject, [handle, 0])
+        guard info.size == 0 || bytes.count == Int(info.size) else {
+            throw CameraControlError.camera(code: 0, message: "\(info.name): \(bytes.count) bytes of \(info.size)")
+        }
+        return CameraImage(name: info.name.isEmpty ? "NIKON_SDRAM.JPG" : info.name, bytes: bytes, fromBody: false)
+    }
+}
