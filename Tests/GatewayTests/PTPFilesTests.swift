@@ -1,4 +1,5 @@
 import CameraEmulators
+import CameraKit
 import CameraWire
 import Foundation
 import Gateway
@@ -94,8 +95,31 @@ import Testing
         await gateway.stop()
         await emu.stop()
 
-        let canon = try await startGateway(camera: "emulator:canon", label: "ptp-capture")
-        await #expect(throws: (any Error).self) { try await canon.capture(camera: canon.cameras[0], autofocus: false) }
-        await canon.stop()
+        let fuji = try await startGateway(camera: "emulator:fuji", label: "ptp-capture")
+        await #expect(throws: (any Error).self) { try await fuji.capture(camera: fuji.cameras[0], autofocus: false) }
+        await fuji.stop()
+    }
+
+    /// A Canon EOS release (ptp.md §8.3): half press, full press, releases; the camera announces the
+    /// file (ObjectAddedEx) and it is fetched from the card byte for byte and listed there.
+    @Test func aCanonReleaseSavesTheFileTheCameraAnnounces() async throws {
+        let dir = try temporaryDirectory("livegate-ptp-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let emu = PTPEmulator(kind: .canon, fps: 10, source: try TestPatternSource(width: 320, height: 240), group: MultiThreadedEventLoopGroup.singleton)
+        _ = try await emu.start()
+        let gateway = try await startGateway(camera: emu.cameraURL, label: "ptp-capture") { $0.capturesDirectory = dir.path }
+        #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
+        let cam = gateway.cameras[0]
+        let files = try await gateway.capture(camera: cam, autofocus: true)
+        #expect(files.count == 1 && files.first?.name.hasPrefix("IMG_") == true, "\(files.map(\.name))")
+        #expect(Array(FileManager.default.contents(atPath: files[0].path) ?? Data()) == emu.canonShots.first)
+        let releases = emu.requests.filter { $0.code == 0x9128 || $0.code == 0x9129 }.map { "\(String($0.code, radix: 16)):\($0.params.first ?? 0)" }
+        #expect(releases == ["9128:1", "9128:2", "9129:2", "9129:1"], "\(releases)")
+        let card = try #require(gateway.cameras[0].driver as? any CardBrowsing)
+        #expect(try await card.listFiles().contains { $0.name == files[0].name }, "the shot is not on the card")
+        let before = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 5) { cam.driver.stats.frames > before + 3 }, "live view stopped")
+        await gateway.stop()
+        await emu.stop()
     }
 }

@@ -114,6 +114,8 @@ public final class PTPEmulator: CameraEmulator, @unchecked Sendable {
     public var requests: [PTPRequestRecord] { model.log.withLock { $0 } }
     /// The stills a Nikon emulator shot into SDRAM, oldest first.
     public var capturedStills: [[UInt8]] { model.state.withLock { $0.nikonStills } }
+    /// The stills a Canon emulator wrote to its card on remote releases, oldest first.
+    public var canonShots: [[UInt8]] { model.state.withLock { $0.canonShots } }
     /// True while a Nikon picture waits in SDRAM (not deleted by the client yet).
     public var sdramOccupied: Bool { model.state.withLock { $0.nikonSDRAM != nil } }
     /// A file of the emulated card by its path (`/DCIM/100NIKON/DSC_0001.JPG`).

@@ -52,6 +52,8 @@ final class PTPEmulatorModel: @unchecked Sendable {
         var nikonSDRAM: (name: String, bytes: [UInt8])?
         var nikonEvents: [(code: UInt16, param: UInt32)] = []
         var nikonStills: [[UInt8]] = []
+        /// Canon: the stills written to the card by remote releases.
+        var canonShots: [[UInt8]] = []
     }
 
     let kind: PTPEmulatorKind
@@ -91,7 +93,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
                                       model: nikonUseEx ? "Z emulated" : "D850 emulated", version: "V1.00",
                                       serial: "0000001")
         case .canon:
-            return PTPEmulatedDeviceInfo(vendorExtensionID: 0x0B, vendorExtensionDesc: "", operations: common + cardOps + [
+            return PTPEmulatedDeviceInfo(vendorExtensionID: 0x0B, vendorExtensionDesc: "", operations: common + cardOps + [0x9128, 0x9129,
                 0x9110, 0x9114, 0x9115, 0x9116, 0x911D, 0x9127, 0x9153, 0x915B,
             ], events: [0xC189, 0xC18A], properties: props, manufacturer: "Canon Inc.", model: "Canon EOS emulated",
             version: "1-1.0.0", serial: "000000000001")
@@ -534,6 +536,28 @@ final class PTPEmulatorModel: @unchecked Sendable {
         return CanonFocusInfo(sensorWidth: Self.canonSensor.w, sensorHeight: Self.canonSensor.h, points: [pt])
     }
 
+    /// Canon: a full press (RemoteReleaseOn 2 or 3) writes the next still to the card and queues its
+    /// ObjectAddedEx record (0xC181, ptp.md §8.3; bytes the notes leave open are zero, the record is
+    /// padded to 4 bytes).
+    private func canonShoot() {
+        let shot = cardLock.withLock { _ -> CardObject in
+            let n = card.filter { $0.format == 0x3801 }.count + 1
+            let o = CardObject(handle: 0x1000_0100 + UInt32(n), parent: 0x1000_0002, name: String(format: "IMG_%04d.JPG", n),
+                               format: 0x3801, bytes: source.frame(index: 700 + n).jpeg)
+            card.append(o)
+            return o
+        }
+        var r = [UInt8](repeating: 0, count: 0x28)
+        func put32(_ v: UInt32, _ at: Int) { for i in 0..<4 { r[at + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt32(i))) } }
+        put32(0xC181, 4); put32(shot.handle, 8); put32(Self.cardStorage, 0x0C)
+        r[0x10] = UInt8(shot.format & 0xFF); r[0x11] = UInt8(shot.format >> 8)
+        put32(UInt32(shot.bytes.count), 0x1C); put32(shot.parent, 0x20)
+        r += Array(shot.name.utf8) + [0]
+        while r.count % 4 != 0 { r.append(0) }
+        put32(UInt32(r.count), 0)
+        state.withLock { $0.pendingEvents += r; $0.canonShots.append(shot.bytes) }
+    }
+
     private func canon(_ code: UInt16, _ params: [UInt32], _ data: [UInt8], _ p0: UInt32) -> PTPReply {
         switch code {
         case 0x9114, 0x911D:
@@ -548,6 +572,11 @@ final class PTPEmulatorModel: @unchecked Sendable {
                     }
                 }
             }
+            return PTPReply(code: PTPResponse.ok)
+        case 0x9128:  // RemoteReleaseOn: 1 half press, 2 full press, 3 full press with focusing
+            if p0 == 2 || p0 == 3 { canonShoot() }
+            return PTPReply(code: PTPResponse.ok)
+        case 0x9129:  // RemoteReleaseOff
             return PTPReply(code: PTPResponse.ok)
         case 0x9116:
             let (pending, focusIndex) = state.withLock { s -> ([UInt8], Int?) in

@@ -26,6 +26,11 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendabl
 
     func ingest(_ d: [UInt8]) -> Int { cache.withLock { $0.ingest(d) } }
 
+    /// Takes the objects announced since the last call.
+    func takeAddedObjects() -> [(handle: UInt32, storage: UInt32, name: String)] {
+        cache.withLock { c in defer { c.added.removeAll() }; return c.added }
+    }
+
     func setEx(_ code: UInt16, _ value: UInt32) async throws -> PTPResult {
         var data: [UInt8] = []
         data.ptpPutLE32(12); data.ptpPutLE32(UInt32(code)); data.ptpPutLE32(value)
@@ -127,6 +132,8 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendabl
 /// What Canon GetEvent (0x9116) data told so far: property values (0xC189), allowed values
 /// (0xC18A) and the latest FocusInfoEx (0xD1D3).
 struct CanonEventCache: Sendable {
+    /// Objects the camera announced (0xC181 ObjectAddedEx): handle, StorageID, name; taken by the capture.
+    var added: [(handle: UInt32, storage: UInt32, name: String)] = []
     var values: [UInt16: Int64] = [:]
     var allowed: [UInt16: [Int64]] = [:]
     var focus: CanonFocusInfo?
@@ -152,6 +159,9 @@ struct CanonEventCache: Sendable {
                 } else {
                     values[UInt16(truncatingIfNeeded: prop)] = Int64(le32(p + 12))
                 }
+            case 0xC181 where size >= 0x29:
+                let nameBytes = d[(p + 0x28)..<(p + size)].prefix { $0 != 0 }
+                added.append((le32(p + 8), le32(p + 0x0C), String(decoding: nameBytes, as: UTF8.self)))
             case 0xC18A where size >= 20:
                 let prop = le32(p + 8)
                 let count = Int(le32(p + 16))

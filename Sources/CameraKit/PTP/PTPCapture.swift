@@ -1,16 +1,18 @@
 import CameraWire
 import Foundation
 
-/// Still capture over PTP: Nikon into SDRAM (ptp.md §8.2). Canon EOS release and transfer, Sony
-/// PTP and Fujifilm are not done yet (refused as not supported).
+/// Still capture over PTP: Nikon into SDRAM (ptp.md §8.2), Canon EOS release with the picture on
+/// the card (§8.3). Canon's PC target, Sony PTP and Fujifilm are not done yet (not supported).
 extension PTPDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
-        guard let nikon = try current() as? NikonPTPSession else {
-            throw CameraControlError.notSupported("capture over this PTP/IP dialect")
-        }
-        do { return [try await nikon.captureIntoSDRAM()] } catch let e as PTPTransportError {
+        let session = try current()
+        do {
+            if let nikon = session as? NikonPTPSession { return [try await nikon.captureIntoSDRAM()] }
+            if let canon = session as? CanonPTPSession { return try await canon.releaseToCard(autofocus: autofocus) }
+        } catch let e as PTPTransportError {
             throw CameraControlError.unavailable("\(e)")
         }
+        throw CameraControlError.notSupported("capture over this PTP/IP dialect")
     }
 
     /// Nothing is announced by the body over PTP here yet.
@@ -72,5 +74,44 @@ extension NikonPTPSession {
             throw CameraControlError.camera(code: 0, message: "\(info.name): \(bytes.count) bytes of \(info.size)")
         }
         return CameraImage(name: info.name.isEmpty ? "NIKON_SDRAM.JPG" : info.name, bytes: bytes, fromBody: false)
+    }
+}
+
+extension CanonPTPSession {
+    /// The regular EOS release (ptp.md §8.3): RemoteReleaseOn(1) (half press, a moment for focus
+    /// when asked), RemoteReleaseOn(2), RemoteReleaseOff(2), RemoteReleaseOff(1); then GetEvent
+    /// until the camera announces the new file (0xC181 ObjectAddedEx, read by the live-view loop's
+    /// GetEvent too, so nothing is missed), which is fetched from the card.
+    func releaseToCard(autofocus: Bool) async throws -> [CameraImage] {
+        _ = takeAddedObjects()
+        try await callOK(0x9128, [1, 0])
+        if autofocus { try await Task.sleep(for: .milliseconds(300)) }
+        let full = try await call(0x9128, [2, 0])
+        guard full.ok else {
+            _ = try? await call(0x9129, [1])
+            throw CameraControlError.refused("the camera refused the release (0x\(String(full.code, radix: 16, uppercase: true)))")
+        }
+        _ = try? await call(0x9129, [2])
+        _ = try? await call(0x9129, [1])
+        var added: [(handle: UInt32, storage: UInt32, name: String)] = []
+        let by = ContinuousClock.now + .seconds(30)
+        while added.isEmpty {
+            guard ContinuousClock.now < by else {
+                throw CameraControlError.camera(code: 0, message: "the camera announced no new file within 30 s of the release")
+            }
+            try await getEvent()
+            added = takeAddedObjects()
+            if added.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        var images: [CameraImage] = []
+        for o in added where o.storage != 0 {
+            let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [o.handle]).data)
+            let bytes = try await callOK(PTPOperation.getObject, [o.handle]).data
+            guard info.size == 0 || bytes.count == Int(info.size) else {
+                throw CameraControlError.camera(code: 0, message: "\(o.name): \(bytes.count) bytes of \(info.size)")
+            }
+            images.append(CameraImage(name: o.name.isEmpty ? info.name : o.name, bytes: bytes, fromBody: false))
+        }
+        return images
     }
 }
