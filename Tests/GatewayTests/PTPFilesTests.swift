@@ -115,6 +115,12 @@ import Testing
         #expect(Array(FileManager.default.contents(atPath: files[0].path) ?? Data()) == emu.canonShots.first)
         let releases = emu.requests.filter { $0.code == 0x9128 || $0.code == 0x9129 }.map { "\(String($0.code, radix: 16)):\($0.params.first ?? 0)" }
         #expect(releases == ["9128:1", "9128:2", "9129:2", "9129:1"], "\(releases)")
+        // A shot with the button on the body: announced, fetched and saved by itself.
+        emu.shootOnBody()
+        #expect(await waitUntil(timeout: 10) { gateway.captures(camera: "cam0").contains { $0.fromBody } }, "the body shot was not saved")
+        let body = try #require(gateway.captures(camera: "cam0").first { $0.fromBody })
+        #expect(Array(FileManager.default.contents(atPath: body.path) ?? Data()) == emu.canonShots.last)
+        #expect(gateway.captures(camera: "cam0").count == 2, "a picture was saved twice")
         let card = try #require(gateway.cameras[0].driver as? any CardBrowsing)
         #expect(try await card.listFiles().contains { $0.name == files[0].name }, "the shot is not on the card")
         let before = cam.driver.stats.frames

@@ -114,7 +114,9 @@ public final class PTPEmulator: CameraEmulator, @unchecked Sendable {
     public var requests: [PTPRequestRecord] { model.log.withLock { $0 } }
     /// The stills a Nikon emulator shot into SDRAM, oldest first.
     public var capturedStills: [[UInt8]] { model.state.withLock { $0.nikonStills } }
-    /// The stills a Canon emulator wrote to its card on remote releases, oldest first.
+    /// A Canon shot with the button on the body: the still goes to the card and is announced.
+    public func shootOnBody() { if kind == .canon { model.canonShoot() } }
+    /// The stills a Canon emulator wrote to its card (remote releases and body shots), oldest first.
     public var canonShots: [[UInt8]] { model.state.withLock { $0.canonShots } }
     /// True while a Nikon picture waits in SDRAM (not deleted by the client yet).
     public var sdramOccupied: Bool { model.state.withLock { $0.nikonSDRAM != nil } }

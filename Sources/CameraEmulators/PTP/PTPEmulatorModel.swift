@@ -539,7 +539,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
     /// Canon: a full press (RemoteReleaseOn 2 or 3) writes the next still to the card and queues its
     /// ObjectAddedEx record (0xC181, ptp.md §8.3; bytes the notes leave open are zero, the record is
     /// padded to 4 bytes).
-    private func canonShoot() {
+    func canonShoot() {
         let shot = cardLock.withLock { _ -> CardObject in
             let n = card.filter { $0.format == 0x3801 }.count + 1
             let o = CardObject(handle: 0x1000_0100 + UInt32(n), parent: 0x1000_0002, name: String(format: "IMG_%04d.JPG", n),

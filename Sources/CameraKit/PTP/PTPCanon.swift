@@ -12,6 +12,8 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendabl
     let pushed = false
     private var parser = CanonEVFParser()
     private let cache = Locked(CanonEventCache())
+    /// Captures of ours in progress (`PTPCapture.swift`).
+    let capturing = Locked(0)
     private var lastKeepAlive = ContinuousClock.now
     static let evfOutputDevice: UInt16 = 0xD1B0
     static let evfMode: UInt16 = 0xD1B1

@@ -15,8 +15,26 @@ extension PTPDriver: StillCapturing {
         throw CameraControlError.notSupported("capture over this PTP/IP dialect")
     }
 
-    /// Nothing is announced by the body over PTP here yet.
-    public func setImageSink(_ sink: @escaping CameraImageSink) {}
+    /// Canon bodies announce their shots (ObjectAddedEx in GetEvent): those taken on the body are
+    /// fetched and handed to `sink`.
+    public func setImageSink(_ sink: @escaping CameraImageSink) { imageSink.withLock { $0 = sink } }
+
+    /// After a live-view poll: a Canon's announced files that no capture of ours is waiting for
+    /// were shot on the body; each is fetched (retried) in a task of its own and handed to the sink,
+    /// or reported lost.
+    func transferShotsOnTheBody(_ session: any PTPVendorSession) {
+        guard let canon = session as? CanonPTPSession, !canon.isCapturing, let sink = imageSink.withLock({ $0 }) else { return }
+        for o in canon.takeAddedObjects() where o.storage != 0 {
+            Task {
+                do {
+                    let image = try await retrying { try await canon.fetchFromCard(o.handle, name: o.name, fromBody: true) }
+                    await sink(.image(image))
+                } catch {
+                    await sink(.lost(name: o.name, reason: "\(error)"))
+                }
+            }
+        }
+    }
 }
 
 extension NikonPTPSession {
@@ -83,6 +101,8 @@ extension CanonPTPSession {
     /// until the camera announces the new file (0xC181 ObjectAddedEx, read by the live-view loop's
     /// GetEvent too, so nothing is missed), which is fetched from the card.
     func releaseToCard(autofocus: Bool) async throws -> [CameraImage] {
+        capturing.withLock { $0 += 1 }
+        defer { capturing.withLock { $0 -= 1 } }
         _ = takeAddedObjects()
         try await callOK(0x9128, [1, 0])
         if autofocus { try await Task.sleep(for: .milliseconds(300)) }
@@ -105,13 +125,21 @@ extension CanonPTPSession {
         }
         var images: [CameraImage] = []
         for o in added where o.storage != 0 {
-            let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [o.handle]).data)
-            let bytes = try await callOK(PTPOperation.getObject, [o.handle]).data
-            guard info.size == 0 || bytes.count == Int(info.size) else {
-                throw CameraControlError.camera(code: 0, message: "\(o.name): \(bytes.count) bytes of \(info.size)")
-            }
-            images.append(CameraImage(name: o.name.isEmpty ? info.name : o.name, bytes: bytes, fromBody: false))
+            images.append(try await retrying { try await self.fetchFromCard(o.handle, name: o.name, fromBody: false) })
         }
         return images
+    }
+
+    /// True while a capture of ours waits for its file (announced files are then ours).
+    var isCapturing: Bool { capturing.withLock { $0 > 0 } }
+
+    /// A file the camera announced, from the card, checked against its ObjectInfo size.
+    func fetchFromCard(_ handle: UInt32, name: String, fromBody: Bool) async throws -> CameraImage {
+        let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [handle]).data)
+        let bytes = try await callOK(PTPOperation.getObject, [handle]).data
+        guard info.size == 0 || bytes.count == Int(info.size) else {
+            throw CameraControlError.camera(code: 0, message: "\(name): \(bytes.count) bytes of \(info.size)")
+        }
+        return CameraImage(name: name.isEmpty ? info.name : name, bytes: bytes, fromBody: fromBody)
     }
 }

@@ -103,6 +103,8 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
     private let pool = FramePool(capacity: 24, frameBytes: 512 * 1024)
     private let lifecycle: DriverLifecycle
     private let sessionBox = Locked<(any PTPVendorSession)?>(nil)
+    /// Where pictures shot on the body go (`StillCapturing.setImageSink`).
+    let imageSink = Locked<CameraImageSink?>(nil)
     /// Card paths to object handles, from the last listing (`PTPCard.swift`).
     let cardHandles = Locked<[String: UInt32]>([:])
     private let vendorBox: Locked<PTPVendor?>
@@ -228,6 +230,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
                 got += 1
             }
             let now = MonotonicClock.nanos()
+            transferShotsOnTheBody(s)
             let events = s.drainEvents()
             if !events.isEmpty {
                 eventsBox.withLock { list in
