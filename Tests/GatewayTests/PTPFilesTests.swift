@@ -88,8 +88,15 @@ import Testing
         #expect(Array(FileManager.default.contents(atPath: second[0].path) ?? Data()) == stills.last)
         #expect(first[0].name != second[0].name && first[0].name.hasPrefix("DSC_"))
         #expect(!emu.sdramOccupied, "SDRAM was not freed")
+        // A shot with the body's button: ObjectAdded on the card, fetched and saved by itself.
+        emu.shootOnBody()
+        #expect(await waitUntil(timeout: 10) { gateway.captures(camera: "cam0").contains { $0.fromBody } }, "the body shot was not saved")
+        let body = try #require(gateway.captures(camera: "cam0").first { $0.fromBody })
+        #expect(Array(FileManager.default.contents(atPath: body.path) ?? Data()) == emu.capturedStills.last)
+        #expect(gateway.captures(camera: "cam0").count == 3, "a picture was saved twice or not at all")
         let order = emu.requests.map(\.code).filter { [0x90C0, 0x90C7, 0x1009, 0x100B].contains($0) }
-        #expect(Array(order.prefix(4)).first == 0x90C0 && order.contains(0x100B), "\(order)")
+        let afterShot = Array(order.drop { $0 != 0x90C0 })  // GetEvent may also come before, asking for body shots
+        #expect(afterShot.first == 0x90C0 && afterShot.contains(0x90C7) && afterShot.contains(0x100B), "\(order)")
         let before = cam.driver.stats.frames
         #expect(await waitUntil(timeout: 5) { cam.driver.stats.frames > before + 3 }, "live view stopped")
         await gateway.stop()

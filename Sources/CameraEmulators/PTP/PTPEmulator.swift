@@ -115,7 +115,13 @@ public final class PTPEmulator: CameraEmulator, @unchecked Sendable {
     /// The stills a Nikon emulator shot into SDRAM, oldest first.
     public var capturedStills: [[UInt8]] { model.state.withLock { $0.nikonStills } }
     /// A Canon shot with the button on the body: the still goes to the card and is announced.
-    public func shootOnBody() { if kind == .canon { model.canonShoot() } }
+    public func shootOnBody() {
+        switch kind {
+        case .canon: model.canonShoot()
+        case .nikon: model.nikonShootOnBody()
+        default: break
+        }
+    }
     /// The stills a Canon emulator wrote to its card (remote releases and body shots), oldest first.
     public var canonShots: [[UInt8]] { model.state.withLock { $0.canonShots } }
     /// True while a Nikon picture waits in SDRAM (not deleted by the client yet).

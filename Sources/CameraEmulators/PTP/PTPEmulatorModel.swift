@@ -539,6 +539,18 @@ final class PTPEmulatorModel: @unchecked Sendable {
     /// Canon: a full press (RemoteReleaseOn 2 or 3) writes the next still to the card and queues its
     /// ObjectAddedEx record (0xC181, ptp.md §8.3; bytes the notes leave open are zero, the record is
     /// padded to 4 bytes).
+    /// Nikon: a shot with the body's button goes to the card and is announced as ObjectAdded (0x4002).
+    func nikonShootOnBody() {
+        let shot = cardLock.withLock { _ -> CardObject in
+            let n = card.filter { $0.format == 0x3801 }.count + 1
+            let o = CardObject(handle: 0x1000_0200 + UInt32(n), parent: 0x1000_0002, name: String(format: "DSC_%04d.JPG", 200 + n),
+                               format: 0x3801, bytes: source.frame(index: 900 + n).jpeg)
+            card.append(o)
+            return o
+        }
+        state.withLock { $0.nikonEvents.append((0x4002, shot.handle)); $0.nikonStills.append(shot.bytes) }
+    }
+
     func canonShoot() {
         let shot = cardLock.withLock { _ -> CardObject in
             let n = card.filter { $0.format == 0x3801 }.count + 1

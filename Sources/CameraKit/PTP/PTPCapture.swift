@@ -19,18 +19,29 @@ extension PTPDriver: StillCapturing {
     /// fetched and handed to `sink`.
     public func setImageSink(_ sink: @escaping CameraImageSink) { imageSink.withLock { $0 = sink } }
 
-    /// After a live-view poll: a Canon's announced files that no capture of ours is waiting for
-    /// were shot on the body; each is fetched (retried) in a task of its own and handed to the sink,
-    /// or reported lost.
-    func transferShotsOnTheBody(_ session: any PTPVendorSession) {
-        guard let canon = session as? CanonPTPSession, !canon.isCapturing, let sink = imageSink.withLock({ $0 }) else { return }
-        for o in canon.takeAddedObjects() where o.storage != 0 {
+    /// After a live-view poll: files the camera announced that no capture of ours is waiting for
+    /// were shot on the body (Canon: ObjectAddedEx from GetEvent; Nikon: ObjectAdded 0x4002 from
+    /// its GetEvent 0x90C7, asked at most once a second); each is fetched (retried) in a task of
+    /// its own and handed to the sink, or reported lost.
+    func transferShotsOnTheBody(_ session: any PTPVendorSession) async {
+        guard let sink = imageSink.withLock({ $0 }) else { return }
+        var found: [(handle: UInt32, name: String)] = []
+        let fetch: @Sendable (UInt32, String) async throws -> CameraImage
+        if let canon = session as? CanonPTPSession, !canon.isCapturing {
+            found = canon.takeAddedObjects().filter { $0.storage != 0 }.map { ($0.handle, $0.name) }
+            fetch = { h, n in try await canon.fetchFromCard(h, name: n, fromBody: true) }
+        } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing, nikon.bodyEventsDue() {
+            found = ((try? await nikon.objectsAddedOnTheCard()) ?? []).map { ($0, "") }
+            fetch = { h, _ in try await nikon.fetch(h, fromBody: true) }
+        } else {
+            return
+        }
+        for o in found {
             Task {
                 do {
-                    let image = try await retrying { try await canon.fetchFromCard(o.handle, name: o.name, fromBody: true) }
-                    await sink(.image(image))
+                    await sink(.image(try await retrying { try await fetch(o.handle, o.name) }))
                 } catch {
-                    await sink(.lost(name: o.name, reason: "\(error)"))
+                    await sink(.lost(name: o.name.isEmpty ? "object 0x\(String(o.handle, radix: 16))" : o.name, reason: "\(error)"))
                 }
             }
         }
@@ -41,10 +52,48 @@ extension NikonPTPSession {
     /// The picture's handle in SDRAM (what ObjectAddedInSDRAM's 0 means).
     static let sdramHandle: UInt32 = 0xFFFF_0001
 
+    /// True while a capture of ours runs (its events are its own).
+    var isCapturing: Bool { capturing.withLock { $0 > 0 } }
+
+    /// True at most once a second: time to ask GetEvent for shots on the body.
+    func bodyEventsDue() -> Bool {
+        let now = ContinuousClock.now
+        return lastBodyEvents.withLock { last in
+            guard last.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+            last = now
+            return true
+        }
+    }
+
+    /// GetEvent 0x90C7 (when the camera offers it): the handles of ObjectAdded (0x4002) records.
+    func objectsAddedOnTheCard() async throws -> [UInt32] {
+        guard info.operations.contains(0x90C7) else { return [] }
+        var r = PTPReader(try await callOK(0x90C7).data)
+        let n = Int(try r.u16())
+        var out: [UInt32] = []
+        for _ in 0..<n {
+            let code = try r.u16(), param = try r.u32()
+            if code == 0x4002, param != 0 { out.append(param) }
+        }
+        return out
+    }
+
+    /// An object by handle, checked against its ObjectInfo size.
+    func fetch(_ handle: UInt32, fromBody: Bool) async throws -> CameraImage {
+        let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [handle]).data)
+        let bytes = try await callOK(PTPOperation.getObject, [handle]).data
+        guard info.size == 0 || bytes.count == Int(info.size) else {
+            throw CameraControlError.camera(code: 0, message: "\(info.name): \(bytes.count) bytes of \(info.size)")
+        }
+        return CameraImage(name: info.name, bytes: bytes, fromBody: fromBody)
+    }
+
     /// InitiateCaptureRecInSdram (retried while DeviceBusy), DeviceReady until the shot is done,
     /// GetEvent until ObjectAddedInSDRAM and CaptureComplete, then the picture from SDRAM, which
     /// is freed (DeleteObject) for the next shot.
     func captureIntoSDRAM() async throws -> CameraImage {
+        capturing.withLock { $0 += 1 }
+        defer { capturing.withLock { $0 -= 1 } }
         var tries = 0
         while true {
             let r = try await call(0x90C0, [0xFFFF_FFFF])

@@ -230,7 +230,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
                 got += 1
             }
             let now = MonotonicClock.nanos()
-            transferShotsOnTheBody(s)
+            await transferShotsOnTheBody(s)
             let events = s.drainEvents()
             if !events.isEmpty {
                 eventsBox.withLock { list in

@@ -6,6 +6,9 @@ import Logging
 /// 0x90C8 polling, then GetLiveViewImageEx 0x9428 when advertised, else GetLiveViewImg 0x9203;
 /// 0x2019 → retry, 0xA00B NotLiveView → restart live view.
 final class NikonPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable {
+    /// Captures of ours in progress, and when GetEvent was last asked for body shots (`PTPCapture.swift`).
+    let capturing = Locked(0)
+    let lastBodyEvents = Locked<ContinuousClock.Instant?>(nil)
     let vendor = PTPVendor.nikon
     let pushed = false
     private var parser = NikonLiveViewParser()

@@ -45,7 +45,7 @@ public struct PTPCameraVendor: CameraVendor {
 
     public var capabilities: CameraCapabilities {
         switch dialect {
-        case .nikon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter]
+        case .nikon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .canon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .generic: return [.liveView, .afAreas, .touchAF, .events, .files]
         case .fuji: return [.liveView, .afAreas, .events, .files]
