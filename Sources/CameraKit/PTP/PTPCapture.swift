@@ -29,10 +29,10 @@ extension PTPDriver: StillCapturing {
         let fetch: @Sendable (UInt32, String) async throws -> CameraImage
         if let canon = session as? CanonPTPSession, !canon.isCapturing {
             found = canon.takeAddedObjects().filter { $0.storage != 0 }.map { ($0.handle, $0.name) }
-            fetch = { h, n in try await canon.fetchFromCard(h, name: n, fromBody: true) }
+            fetch = { h, n in try await canon.fetchImage(h, name: n, fromBody: true) }
         } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing, nikon.bodyEventsDue() {
             found = ((try? await nikon.objectsAddedOnTheCard()) ?? []).map { ($0, "") }
-            fetch = { h, _ in try await nikon.fetch(h, fromBody: true) }
+            fetch = { h, _ in try await nikon.fetchImage(h, fromBody: true) }
         } else {
             return
         }
@@ -76,16 +76,6 @@ extension NikonPTPSession {
             if code == 0x4002, param != 0 { out.append(param) }
         }
         return out
-    }
-
-    /// An object by handle, checked against its ObjectInfo size.
-    func fetch(_ handle: UInt32, fromBody: Bool) async throws -> CameraImage {
-        let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [handle]).data)
-        let bytes = try await callOK(PTPOperation.getObject, [handle]).data
-        guard info.size == 0 || bytes.count == Int(info.size) else {
-            throw CameraControlError.camera(code: 0, message: "\(info.name): \(bytes.count) bytes of \(info.size)")
-        }
-        return CameraImage(name: info.name, bytes: bytes, fromBody: fromBody)
     }
 
     /// InitiateCaptureRecInSdram (retried while DeviceBusy), DeviceReady until the shot is done,
@@ -134,13 +124,10 @@ extension NikonPTPSession {
             if added == nil || !complete { try await Task.sleep(for: .milliseconds(50)) }
         }
         let handle = added ?? Self.sdramHandle
-        let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [handle]).data)
-        let bytes = try await callOK(PTPOperation.getObject, [handle]).data
-        _ = try? await call(PTPOperation.deleteObject, [handle, 0])
-        guard info.size == 0 || bytes.count == Int(info.size) else {
-            throw CameraControlError.camera(code: 0, message: "\(info.name): \(bytes.count) bytes of \(info.size)")
-        }
-        return CameraImage(name: info.name.isEmpty ? "NIKON_SDRAM.JPG" : info.name, bytes: bytes, fromBody: false)
+        let image: Result<CameraImage, any Error>
+        do { image = .success(try await fetchImage(handle, fallbackName: "NIKON_SDRAM.JPG", fromBody: false)) } catch { image = .failure(error) }
+        _ = try? await call(PTPOperation.deleteObject, [handle, 0])  // SDRAM is freed either way
+        return try image.get()
     }
 }
 
@@ -174,21 +161,25 @@ extension CanonPTPSession {
         }
         var images: [CameraImage] = []
         for o in added where o.storage != 0 {
-            images.append(try await retrying { try await self.fetchFromCard(o.handle, name: o.name, fromBody: false) })
+            images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
         }
         return images
     }
 
     /// True while a capture of ours waits for its file (announced files are then ours).
     var isCapturing: Bool { capturing.withLock { $0 > 0 } }
+}
 
-    /// A file the camera announced, from the card, checked against its ObjectInfo size.
-    func fetchFromCard(_ handle: UInt32, name: String, fromBody: Bool) async throws -> CameraImage {
+extension PTPVendorBase {
+    /// An object by handle (ObjectInfo, then GetObject), checked against the size its ObjectInfo
+    /// gives; named `name`, else its ObjectInfo file name, else `fallbackName`.
+    func fetchImage(_ handle: UInt32, name: String = "", fallbackName: String = "image.jpg", fromBody: Bool) async throws -> CameraImage {
         let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [handle]).data)
         let bytes = try await callOK(PTPOperation.getObject, [handle]).data
+        let shown = !name.isEmpty ? name : (!info.name.isEmpty ? info.name : fallbackName)
         guard info.size == 0 || bytes.count == Int(info.size) else {
-            throw CameraControlError.camera(code: 0, message: "\(name): \(bytes.count) bytes of \(info.size)")
+            throw CameraControlError.camera(code: 0, message: "\(shown): \(bytes.count) bytes of \(info.size)")
         }
-        return CameraImage(name: name.isEmpty ? info.name : name, bytes: bytes, fromBody: fromBody)
+        return CameraImage(name: shown, bytes: bytes, fromBody: fromBody)
     }
 }
