@@ -5,7 +5,7 @@ same machine in the same run (see Benchmarks/README.md, "Media graph").
 The camera is `livegate emulate sony` in its own process; the gateway is `livegate run --camera
 sony://…` in another. For each scenario the real clients run (ffmpeg for RTSP, an HLS poller), and
 the gateway's CPU time (utime + stime from /proc/PID/stat) over a measured window is divided by the
-frames the camera delivered in that window (livegate_camera_frames_total from /metrics).
+frames the camera delivered in that window (livegate_frames_received_total from /metrics).
 
 Baselines, same frames, same machine, same run (GStreamer doing the irreducible work alone):
   raw:  multifilesrc ! jpegparse ! rtpjpegpay ! fakesink          (3000 frames, whole process)
@@ -41,9 +41,9 @@ def wait_http(port, path, deadline=20):
 
 
 def measure(gw_pid, http, seconds, cams):
-    c0, f0, t0 = cpu_seconds(gw_pid), sum(metric(http, "livegate_camera_frames_total", {"camera": c}) for c in cams), time.time()
+    c0, f0, t0 = cpu_seconds(gw_pid), sum(metric(http, "livegate_frames_received_total", {"camera": c}) for c in cams), time.time()
     time.sleep(seconds)
-    c1, f1, t1 = cpu_seconds(gw_pid), sum(metric(http, "livegate_camera_frames_total", {"camera": c}) for c in cams), time.time()
+    c1, f1, t1 = cpu_seconds(gw_pid), sum(metric(http, "livegate_frames_received_total", {"camera": c}) for c in cams), time.time()
     frames = f1 - f0
     return {"cpu_ms_per_frame": 1000 * (c1 - c0) / max(frames, 1), "frames": frames, "fps": frames / (t1 - t0),
             "cpu_percent": 100 * (c1 - c0) / (t1 - t0)}

@@ -5,7 +5,7 @@ alternated for --rounds rounds (the ratio is the median of the rounds'), see Ben
 The camera is `livegate emulate sony` (768x432 at 30 fps) in its own process, the gateway
 `livegate run` in another, the viewers are aiortc clients (Tests/Scripts/whep_client.py, decoding
 the video) in processes of their own. The gateway's CPU (utime + stime of /proc/PID/stat) over the
-window is divided by the frames the camera delivered (livegate_camera_frames_total).
+window is divided by the frames the camera delivered (livegate_frames_received_total).
 """
 import argparse, os, signal, statistics, subprocess, sys, time
 

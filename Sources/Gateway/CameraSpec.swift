@@ -12,10 +12,16 @@ public struct CameraSpec: Sendable, Hashable {
 
     public var id: String
     public var source: Source
+    /// Draw AF areas on this camera's decoded outputs (nil: the gateway's `overlay`).
+    public var overlay: Bool?
+    /// Record this camera when the gateway records (nil: yes).
+    public var record: Bool?
 
-    public init(id: String, source: Source) {
+    public init(id: String, source: Source, overlay: Bool? = nil, record: Bool? = nil) {
         self.id = id
         self.source = source
+        self.overlay = overlay
+        self.record = record
     }
 
     /// Parses `[NAME=]URL`; `index` gives the default id (cam0, cam1 …).

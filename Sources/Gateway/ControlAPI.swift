@@ -37,6 +37,8 @@ public protocol ControlModel: Sendable {
     func capture(camera: CameraRuntime, autofocus: Bool) async throws -> [SavedCapture]
     /// The files saved from a camera (shots from the API and from the body), oldest first.
     func captures(camera: String) -> [SavedCapture]
+    /// Reads the configuration again: cameras added, removed and left alone.
+    func reload() async throws -> Gateway.ReloadResult
 }
 
 extension ControlModel {
@@ -51,6 +53,9 @@ extension ControlModel {
         throw APIError(.notImplemented, "capture is not available here")
     }
     public func captures(camera: String) -> [SavedCapture] { [] }
+    public func reload() async throws -> Gateway.ReloadResult {
+        throw APIError(.conflict, "nothing to reload here")
+    }
 }
 
 /// The HTTP JSON control API (Hummingbird): cameras, properties, touch-AF, metrics and HLS files.
@@ -136,6 +141,10 @@ public enum ControlAPI {
         router.get("/api/v1/cameras/:id/captures") { _, context in
             let cam = try camera(context, model)
             return json(["files": model.captures(camera: cam.id).map(\.json)])
+        }
+        router.post("/api/v1/reload") { _, _ in
+            let r = try await model.reload()
+            return json(["added": r.added, "removed": r.removed, "unchanged": r.unchanged])
         }
         addFileRoutes(router, model: model)
         router.get("/metrics") { _, _ in

@@ -138,6 +138,11 @@ final class EventStream: Sendable {
         send(Self.format("capture-failed", ["camera": camera, "name": name, "reason": reason]))
     }
 
+    /// The configuration was reloaded: cameras added and removed.
+    func reloaded(added: [String], removed: [String]) {
+        send(Self.format("config", ["added": added, "removed": removed]))
+    }
+
     /// A property this gateway just set: sent at once (the watcher confirms it from the camera).
     func propertySet(camera: String, name: String, value: Any) {
         send(Self.format("property", ["camera": camera, "name": name, "value": value, "displayText": NSNull()]))

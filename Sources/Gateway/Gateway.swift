@@ -17,11 +17,20 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
     public let options: GatewayOptions
     let logger: Logger
     let group: any EventLoopGroup
-    private let runtimes = Locked<[CameraRuntime]>([])
-    private let emulators = Locked<[any CameraEmulator]>([])
+    /// A running camera with the spec it was started from and its in-process emulator, if any.
+    struct Camera: Sendable {
+        let runtime: CameraRuntime
+        let spec: CameraSpec
+        let emulator: (any CameraEmulator)?
+    }
+    private let runtimes = Locked<[Camera]>([])
+    private let nextIndex = Locked(0)
+    private let reloading = Locked(false)
+    private let reloadProvider = Locked<(@Sendable () throws -> [CameraSpec])?>(nil)
     let outputs: OutputSet
     private let events: EventStream
     let captureStore: CaptureStore
+    let metrics = GatewayMetrics()
     private let captureFailures = Atomic<Int>(0)
     private let capturesSaved = Locked<[String: Int]>([:])
     private let started = Locked(false)
@@ -34,7 +43,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         self.outputs = OutputSet(options: options, logger: logger)
         self.captureStore = CaptureStore(root: options.capturesDirectory)
         let runtimes = self.runtimes
-        let events = EventStream(cameras: { runtimes.withLock { $0 } })
+        let events = EventStream(cameras: { runtimes.withLock { $0.map(\.runtime) } })
         self.events = events
         outputs.recordingObserver.withLock { $0 = { events.recordingSegment($0) } }
     }
@@ -47,74 +56,163 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         events.propertySet(camera: camera, name: name, value: value)
     }
 
-    public var cameras: [CameraRuntime] { runtimes.withLock { $0 } }
+    public var cameras: [CameraRuntime] { runtimes.withLock { $0.map(\.runtime) } }
     public var hlsRoot: String? { outputs.hlsRoot }
 
     /// Starts emulators, drivers and outputs. Throws when an output cannot start (port in use…).
     public func start() async throws {
         guard !started.withLock({ v in defer { v = true }; return v }) else { return }
         try outputs.startServers()
-        var list: [CameraRuntime] = []
-        for (i, spec) in options.cameras.enumerated() {
-            let driver: any CameraDriver
-            let url: String
-            let vendor: any CameraVendor
-            let context = DriverContext(group: group, cameraIndex: i, logger: logger)
-            switch spec.source {
-            case .camera(let cameraURL):
-                url = cameraURL.description
-                guard let v = Vendors.vendor(forScheme: cameraURL.scheme) else {
-                    throw CameraSpecError.unsupported(url, "unknown scheme '\(cameraURL.scheme)'")
-                }
-                vendor = v
-                driver = try v.makeDriver(cameraURL, context: context)
-            case .emulator(let name):
-                let request = EmulatorRequest(host: "127.0.0.1", port: 0, fps: options.emulatorFPS,
-                                              width: options.emulatorWidth, height: options.emulatorHeight, group: group)
-                guard let v = Vendors.vendor(named: name), let emu = try v.makeEmulator(request) else {
-                    throw CameraSpecError.unsupported("emulator:\(name)", "no emulator for \(name)")
-                }
-                try await emu.start()
-                emulators.withLock { $0.append(emu) }
-                let emuURL: CameraURL
-                do { emuURL = try CameraURL.parse(emu.cameraURL) } catch {
-                    throw CameraSpecError.badURL(emu.cameraURL, "emulator gave an unusable URL: \(error.reason)")
-                }
-                url = "emulator:\(name) (\(emu.cameraURL))"
-                vendor = v
-                driver = try v.makeDriver(emuURL, context: context)
+        for spec in options.cameras {
+            do {
+                try await addCamera(spec)
+            } catch {
+                await stop()
+                throw error
             }
-            let cam = CameraRuntime(id: spec.id, index: i, url: url, driver: driver, hub: FrameHub(), vendor: vendor)
-            let nominal: (width: Int, height: Int)? = {
-                if case .emulator = spec.source { return (options.emulatorWidth, options.emulatorHeight) }
-                return nil
-            }()
-            try outputs.attach(cam, nominalSize: nominal)
-            if let still = driver as? any StillCapturing {
-                let id = spec.id
-                still.setImageSink { [weak self] event in
-                    guard let self else { return }
-                    switch event {
-                    case .image(let image):
-                        self.store(camera: id, image)
-                    case .lost(let name, let reason):
-                        self.captureFailures.add(1, ordering: .relaxed)
-                        self.logger.error("LOST \(name) from \(id): the camera announced it but it could not be fetched: \(reason)")
-                        self.events.captureFailed(camera: id, name: name, reason: reason)
-                    }
-                }
-            }
-            driver.start(hub: cam.hub)
-            list.append(cam)
         }
-        runtimes.withLock { $0 = list }
+    }
+
+    /// Starts one camera (its emulator when it is one, its driver, its media graph on every output).
+    func addCamera(_ spec: CameraSpec) async throws {
+        let i = nextIndex.withLock { n in defer { n += 1 }; return n }
+        let driver: any CameraDriver
+        let url: String
+        let vendor: any CameraVendor
+        var emulator: (any CameraEmulator)?
+        let context = DriverContext(group: group, cameraIndex: i, logger: logger)
+        switch spec.source {
+        case .camera(let cameraURL):
+            url = cameraURL.description
+            guard let v = Vendors.vendor(forScheme: cameraURL.scheme) else {
+                throw CameraSpecError.unsupported(url, "unknown scheme '\(cameraURL.scheme)'")
+            }
+            vendor = v
+            driver = try v.makeDriver(cameraURL, context: context)
+        case .emulator(let name):
+            let request = EmulatorRequest(host: "127.0.0.1", port: 0, fps: options.emulatorFPS,
+                                          width: options.emulatorWidth, height: options.emulatorHeight, group: group)
+            guard let v = Vendors.vendor(named: name), let emu = try v.makeEmulator(request) else {
+                throw CameraSpecError.unsupported("emulator:\(name)", "no emulator for \(name)")
+            }
+            try await emu.start()
+            emulator = emu
+            let emuURL: CameraURL
+            do { emuURL = try CameraURL.parse(emu.cameraURL) } catch {
+                await emu.stop()
+                throw CameraSpecError.badURL(emu.cameraURL, "emulator gave an unusable URL: \(error.reason)")
+            }
+            url = "emulator:\(name) (\(emu.cameraURL))"
+            vendor = v
+            do { driver = try v.makeDriver(emuURL, context: context) } catch {
+                await emu.stop()
+                throw error
+            }
+        }
+        let cam = CameraRuntime(id: spec.id, index: i, url: url, driver: driver, hub: FrameHub(), vendor: vendor)
+        let nominal: (width: Int, height: Int)? = {
+            if case .emulator = spec.source { return (options.emulatorWidth, options.emulatorHeight) }
+            return nil
+        }()
+        let encodeLatency = metrics.timer("livegate_encode_latency_seconds", camera: spec.id)
+        do {
+            try outputs.attach(cam, spec: spec, nominalSize: nominal,
+                               encodeLatency: { encodeLatency.recordNanoseconds(Int64(clamping: $0)) })
+        } catch {
+            outputs.detach(cam.id, index: i)
+            await emulator?.stop()
+            throw error
+        }
+        if let still = driver as? any StillCapturing {
+            let id = spec.id
+            still.setImageSink { [weak self] event in
+                guard let self else { return }
+                switch event {
+                case .image(let image):
+                    self.store(camera: id, image)
+                case .lost(let name, let reason):
+                    self.captureFailures.add(1, ordering: .relaxed)
+                    self.logger.error("LOST \(name) from \(id): the camera announced it but it could not be fetched: \(reason)")
+                    self.events.captureFailed(camera: id, name: name, reason: reason)
+                }
+            }
+        }
+        driver.start(hub: cam.hub)
+        runtimes.withLock { $0.append(Camera(runtime: cam, spec: spec, emulator: emulator)) }
+        metrics.cameraAdded(cam.id)
+    }
+
+    /// Stops one camera and takes it off every output; its recording is finished cleanly.
+    func removeCamera(_ id: String) async {
+        guard let entry = runtimes.withLock({ list -> Camera? in
+            guard let i = list.firstIndex(where: { $0.runtime.id == id }) else { return nil }
+            return list.remove(at: i)
+        }) else { return }
+        await entry.runtime.driver.stop()
+        outputs.detach(id, index: entry.runtime.index)
+        await entry.emulator?.stop()
+        metrics.cameraRemoved(id)
+        logger.info("camera \(id) removed")
+    }
+
+    /// Where `reload()` reads the cameras from (the CLI sets it: the config file under the
+    /// environment and the flags). Nil: nothing to reload.
+    public var reloadSource: (@Sendable () throws -> [CameraSpec])? {
+        get { reloadProvider.withLock { $0 } }
+        set { reloadProvider.withLock { $0 = newValue } }
+    }
+
+    /// What a reload changed.
+    public struct ReloadResult: Sendable, Equatable {
+        public var added: [String] = []
+        public var removed: [String] = []
+        public var unchanged: [String] = []
+    }
+
+    /// Reads the cameras again and adds, removes or restarts (when its settings changed) only the
+    /// cameras that differ; the others' streams are not touched. One reload at a time.
+    public func reload() async throws -> ReloadResult {
+        guard let source = reloadSource else {
+            throw APIError(.conflict, "nothing to reload: livegate was not started with --config")
+        }
+        let wanted: [CameraSpec]
+        do { wanted = try source() } catch {
+            logger.error("reload refused: \(error)")
+            throw APIError(.badRequest, "the configuration was not changed: \(error)")
+        }
+        let ids = wanted.map(\.id)
+        guard Set(ids).count == ids.count else {
+            throw APIError(.badRequest, "the configuration was not changed: camera names must be unique: \(ids)")
+        }
+        guard reloading.withLock({ r in defer { r = true }; return !r }) else {
+            throw APIError(.conflict, "a reload is already running")
+        }
+        defer { reloading.withLock { $0 = false } }
+        let current = runtimes.withLock { $0.map { ($0.runtime.id, $0.spec) } }
+        var result = ReloadResult()
+        for (id, spec) in current where wanted.first(where: { $0.id == id }) != spec {
+            await removeCamera(id)
+            result.removed.append(id)
+        }
+        for spec in wanted {
+            if current.contains(where: { $0.0 == spec.id && $0.1 == spec }) {
+                result.unchanged.append(spec.id)
+                continue
+            }
+            try await addCamera(spec)
+            result.added.append(spec.id)
+        }
+        logger.info("reloaded: added \(result.added), removed \(result.removed), unchanged \(result.unchanged)")
+        events.reloaded(added: result.added, removed: result.removed)
+        return result
     }
 
     /// Stops cameras, outputs (finishing recordings) and emulators.
     public func stop() async {
-        for cam in cameras { await cam.driver.stop() }
+        let all = runtimes.withLock { $0 }
+        for cam in all { await cam.runtime.driver.stop() }
         outputs.stop()
-        for emu in emulators.withLock({ $0 }) { await emu.stop() }
+        for cam in all { await cam.emulator?.stop() }
     }
 
     /// Called once every camera and output has started (the CLI prints the URLs then).
@@ -139,6 +237,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         u["mjpeg"] = "http://\(displayHost):\(options.httpPort)/mjpeg/\(camera.id)"
         u["snapshot"] = "http://\(displayHost):\(options.httpPort)/snapshot/\(camera.id).jpg"
         if let d = options.v4l2Device, camera.index == 0 { u["v4l2"] = d }
+        if let n = options.pipewireNode, camera.index == 0 { u["pipewire"] = n }
         if let r = options.recordDirectory { u["recording"] = r }
         return u
     }
@@ -197,6 +296,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         guard let still = cam.driver as? any StillCapturing else {
             throw CameraControlError.notSupported("capture")
         }
+        let began = ContinuousClock.now
         let images = try await still.capture(autofocus: autofocus)
         var files: [SavedCapture] = []
         for image in images {
@@ -205,26 +305,25 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
             }
             files.append(f)
         }
+        metrics.timer("livegate_capture_duration_seconds", camera: cam.id).record(duration: ContinuousClock.now - began)
         return files
     }
 
     public func captures(camera: String) -> [SavedCapture] { captureStore.list(camera: camera) }
 
     public func metricsText() -> String {
-        var m = MetricsWriter()
-        m.help("livegate_up_seconds", "Seconds since the gateway started.", type: "gauge")
-        m.sample("livegate_up_seconds", [:], Date().timeIntervalSince(startedAt))
+        var m = MetricsSnapshot()
+        m.help("livegate_uptime_seconds", "Seconds since the gateway started.", type: "gauge")
+        m.sample("livegate_uptime_seconds", [:], Date().timeIntervalSince(startedAt))
         let cams = cameras
-        m.help("livegate_camera_frames_total", "Frames received from the camera.", type: "counter")
-        for c in cams { m.sample("livegate_camera_frames_total", ["camera": c.id], Double(c.driver.stats.frames)) }
-        m.help("livegate_camera_bytes_total", "JPEG bytes received from the camera.", type: "counter")
-        for c in cams { m.sample("livegate_camera_bytes_total", ["camera": c.id], Double(c.driver.stats.bytes)) }
-        m.help("livegate_camera_dropped_frames_total", "Damaged or incomplete frames dropped at ingest.", type: "counter")
-        for c in cams { m.sample("livegate_camera_dropped_frames_total", ["camera": c.id], Double(c.driver.stats.drops)) }
+        m.help("livegate_frames_received_total", "Frames received from the camera.", type: "counter")
+        for c in cams { m.sample("livegate_frames_received_total", ["camera": c.id], Double(c.driver.stats.frames)) }
+        m.help("livegate_received_bytes_total", "JPEG bytes received from the camera.", type: "counter")
+        for c in cams { m.sample("livegate_received_bytes_total", ["camera": c.id], Double(c.driver.stats.bytes)) }
         m.help("livegate_camera_reconnects_total", "Reconnects to the camera.", type: "counter")
         for c in cams { m.sample("livegate_camera_reconnects_total", ["camera": c.id], Double(c.driver.stats.reconnects)) }
-        m.help("livegate_camera_fps", "Frames per second over the last second.", type: "gauge")
-        for c in cams { m.sample("livegate_camera_fps", ["camera": c.id], c.driver.stats.fps) }
+        m.help("livegate_camera_frames_per_second", "Frames per second from the camera over the last second.", type: "gauge")
+        for c in cams { m.sample("livegate_camera_frames_per_second", ["camera": c.id], c.driver.stats.fps) }
         m.help("livegate_camera_connected", "1 while the camera is streaming.", type: "gauge")
         for c in cams { m.sample("livegate_camera_connected", ["camera": c.id], c.driver.state == .streaming ? 1 : 0) }
         m.help("livegate_hub_published_total", "Frames published to the outputs.", type: "counter")
@@ -235,29 +334,6 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         m.help("livegate_capture_failures_total", "Images the camera produced that could not be fetched or saved.", type: "counter")
         m.sample("livegate_capture_failures_total", [:], Double(captureFailures.load(ordering: .relaxed)))
         outputs.writeMetrics(into: &m, cameras: cams)
-        return m.text
-    }
-}
-
-/// Builds Prometheus text exposition.
-public struct MetricsWriter {
-    public private(set) var text = ""
-    public init() {}
-
-    public mutating func help(_ name: String, _ help: String, type: String) {
-        text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
-    }
-
-    public mutating func sample(_ name: String, _ labels: [String: String], _ value: Double) {
-        var l = ""
-        if !labels.isEmpty {
-            l = "{" + labels.sorted { $0.key < $1.key }.map { k, v in
-                let esc = v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                    .replacingOccurrences(of: "\n", with: "\\n")
-                return "\(k)=\"\(esc)\""
-            }.joined(separator: ",") + "}"
-        }
-        let v = value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
-        text += "\(name)\(l) \(v)\n"
+        return metrics.exposition(m)
     }
 }

@@ -19,6 +19,10 @@ public struct GatewayOptions: Sendable {
     public var v4l2Device: String?
     /// Replaces the webcam's `v4l2sink` (GStreamer launch syntax), for machines without the module.
     public var v4l2Sink: String?
+    /// Publish the first camera as a PipeWire camera node of this name.
+    public var pipewireNode: String?
+    /// The YAML file the cameras came from (reloaded on SIGHUP or POST /api/v1/reload).
+    public var configPath: String?
     /// Draw AF areas on the H.264/HLS/webcam outputs.
     public var overlay = true
     /// Nominal frame rate for encoders (cameras send what they send).

@@ -16,7 +16,8 @@ final class OutputSet: @unchecked Sendable {
         var hls: HLSOutput?
         var hlsRoot: String?
         var hlsIsTemporary = false
-        var webcam: VirtualWebcamOutput?
+        /// The v4l2loopback device and the PipeWire camera (each shows the first camera).
+        var webcams: [VirtualWebcamOutput] = []
         var whep: WHEPOutput?
         var graphs: [String: CameraGraph] = [:]
         var recorders: [String: Recorder] = [:]
@@ -46,7 +47,7 @@ final class OutputSet: @unchecked Sendable {
         do {
             rtsp = try RTSPOutput(runtime: runtime, configuration: .init(address: options.listen, port: options.rtspPort), logger: logger)
         } catch {
-            throw MediaError("cannot start the RTSP server on \(options.listen):\(options.rtspPort) (\(error)); is another program using the port? Pick one with --rtsp-port")
+            throw MediaError("cannot listen on \(options.listen):\(options.rtspPort) for RTSP: the address is in use (or not this machine's); pick another with --rtsp-port")
         }
         var hls: HLSOutput?
         var root: String?
@@ -63,7 +64,7 @@ final class OutputSet: @unchecked Sendable {
             config.linger = .seconds(options.lingerSeconds)
             hls = HLSOutput(runtime: runtime, configuration: config, logger: logger)
         }
-        var webcam: VirtualWebcamOutput?
+        var webcams: [VirtualWebcamOutput] = []
         if let device = options.v4l2Device {
             if options.v4l2Sink == nil, !FileManager.default.fileExists(atPath: device) {
                 throw MediaError("""
@@ -82,7 +83,21 @@ final class OutputSet: @unchecked Sendable {
                     sudo modprobe v4l2loopback video_nr=10 card_label=livegate exclusive_caps=1 (see README)
                     """)
             }
-            webcam = cam
+            webcams.append(cam)
+        }
+        if let node = options.pipewireNode {
+            guard GStreamerRuntime.hasElement("pipewiresink") else {
+                for w in webcams { w.stop() }
+                throw MediaError("the PipeWire camera needs GStreamer's pipewiresink: apt-get install gstreamer1.0-pipewire (deploy/install-deps.sh)")
+            }
+            let cam = try VirtualWebcamOutput(runtime: runtime, configuration: .pipewire(node: node), logger: logger)
+            do {
+                try cam.start()
+            } catch {
+                for w in webcams { w.stop() }
+                throw MediaError("cannot publish the PipeWire camera '\(node)': \(error)")
+            }
+            webcams.append(cam)
         }
         // WebRTC (WHEP) when webrtcbin and libnice are installed; without them POST /whep answers 503.
         var whep: WHEPOutput?
@@ -98,18 +113,20 @@ final class OutputSet: @unchecked Sendable {
             s.hls = hls
             s.hlsRoot = root
             s.hlsIsTemporary = temporary
-            s.webcam = webcam
+            s.webcams = webcams
         }
     }
 
     /// Builds one camera's media graph and wires it to every output (nothing runs until consumed).
-    func attach(_ cam: CameraRuntime, nominalSize: (width: Int, height: Int)?) throws {
-        let (runtime, rtsp, hls, webcam, whep) = state.withLock { ($0.runtime, $0.rtsp, $0.hls, $0.webcam, $0.whep) }
+    func attach(_ cam: CameraRuntime, spec: CameraSpec, nominalSize: (width: Int, height: Int)?,
+                encodeLatency: (@Sendable (UInt64) -> Void)? = nil) throws {
+        let (runtime, rtsp, hls, webcams, whep) = state.withLock { ($0.runtime, $0.rtsp, $0.hls, $0.webcams, $0.whep) }
         guard let runtime, let rtsp else { return }
         var config = CameraGraph.Configuration(id: cam.id)
         config.fps = options.fps
-        config.overlay = options.overlay
+        config.overlay = spec.overlay ?? options.overlay
         config.linger = .seconds(options.lingerSeconds)
+        config.encoder.latencyObserver = encodeLatency
         if let nominalSize {
             config.nominalWidth = nominalSize.width
             config.nominalHeight = nominalSize.height
@@ -121,9 +138,9 @@ final class OutputSet: @unchecked Sendable {
         try rtsp.addCamera(graph)
         try hls?.addCamera(graph)
         whep?.addCamera(graph)
-        if cam.index == 0 { webcam?.show(graph.pictures) }
+        if cam.index == 0 { for w in webcams { w.show(graph.pictures) } }
         var recorder: Recorder?
-        if let dir = options.recordDirectory {
+        if let dir = options.recordDirectory, spec.record ?? true {
             var rc = Recorder.Configuration(cameraID: cam.id, directory: dir, segmentDuration: .seconds(options.segmentSeconds))
             rc.fps = options.fps
             rc.onSegment = recordingObserver.withLock { $0 }
@@ -135,6 +152,20 @@ final class OutputSet: @unchecked Sendable {
             s.graphs[cam.id] = graph
             if let recorder { s.recorders[cam.id] = recorder }
         }
+    }
+
+    /// Takes a camera off every output (it was removed from the configuration): its mounts, HLS,
+    /// WebRTC sessions and webcams, its graph, and its recording (finished cleanly).
+    func detach(_ id: String, index: Int) {
+        let (graph, recorder, rtsp, hls, whep, webcams) = state.withLock { s in
+            (s.graphs.removeValue(forKey: id), s.recorders.removeValue(forKey: id), s.rtsp, s.hls, s.whep, s.webcams)
+        }
+        recorder?.stop()
+        rtsp?.removeCamera(id: id)
+        hls?.removeCamera(id: id)
+        whep?.removeCamera(id: id)
+        if index == 0 { for w in webcams { w.show(nil) } }
+        graph?.stop()
     }
 
     /// A short, readable reason for the slate and the API from the driver's last error.
@@ -177,7 +208,7 @@ final class OutputSet: @unchecked Sendable {
             return old
         }
         for r in s.recorders.values { r.stop() }
-        s.webcam?.stop()
+        for w in s.webcams { w.stop() }
         s.whep?.stop()
         s.hls?.stop()
         s.rtsp?.stop()
@@ -194,20 +225,18 @@ final class OutputSet: @unchecked Sendable {
         state.withLock { $0.recorders[camera]?.segmentPaths } ?? []
     }
 
-    func writeMetrics(into m: inout MetricsWriter, cameras: [CameraRuntime]) {
+    func writeMetrics(into m: inout MetricsSnapshot, cameras: [CameraRuntime]) {
         let s = state.withLock { $0 }
         var stats: [OutputStats] = []
         stats += s.hls?.stats() ?? []
         stats += s.whep?.stats() ?? []
         for g in s.graphs.values { stats += g.stats() }
         for r in s.recorders.values { stats.append(r.stats()) }
-        if let w = s.webcam { stats.append(w.stats(camera: cameras.first?.id ?? "")) }
+        for w in s.webcams { stats.append(w.stats(camera: cameras.first { $0.index == 0 }?.id ?? "")) }
         let series: [(String, String, KeyPath<OutputStats, Int>, String)] = [
             ("livegate_output_frames_in_total", "Frames an output received.", \.framesIn, "counter"),
             ("livegate_output_frames_out_total", "Frames an output pushed into GStreamer.", \.framesOut, "counter"),
-            ("livegate_output_dropped_frames_total", "Frames an output replaced or dropped (latest wins).", \.dropped, "counter"),
             ("livegate_output_reencoded_frames_total", "JPEGs re-encoded because RTP/JPEG cannot carry them.", \.reencoded, "counter"),
-            ("livegate_output_overflows_total", "Frames refused by a full lossless queue (recorder).", \.overflows, "counter"),
             ("livegate_output_clients", "Connected clients of an output.", \.clients, "gauge"),
             ("livegate_output_errors_total", "Errors reported by an output's pipeline.", \.errors, "counter"),
             ("livegate_output_keyframe_requests_total", "Key frames clients asked for (RTCP PLI/FIR).", \.keyframeRequests, "counter"),
@@ -216,6 +245,18 @@ final class OutputSet: @unchecked Sendable {
             m.help(name, help, type: type)
             for st in stats {
                 m.sample(name, ["camera": st.camera, "output": st.output], Double(st[keyPath: key]))
+            }
+        }
+        // Every frame dropped anywhere, by where and why: a damaged or incomplete frame at ingest, a
+        // viewer that was behind (latest wins), a full lossless queue (the recorder).
+        m.help("livegate_frames_dropped_total", "Frames dropped, by output (ingest for the camera's side) and reason.", type: "counter")
+        for c in cameras {
+            m.sample("livegate_frames_dropped_total", ["camera": c.id, "output": "ingest", "reason": "damaged"], Double(c.driver.stats.drops))
+        }
+        for st in stats {
+            m.sample("livegate_frames_dropped_total", ["camera": st.camera, "output": st.output, "reason": "viewer-behind"], Double(st.dropped))
+            if st.overflows > 0 || st.output == "recorder" {
+                m.sample("livegate_frames_dropped_total", ["camera": st.camera, "output": st.output, "reason": "queue-full"], Double(st.overflows))
             }
         }
         let graphs = s.graphs.sorted { $0.key < $1.key }

@@ -17,6 +17,8 @@ public enum PipelineTemplates {
     public static let v4l2 = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=2 leaky-type=downstream ! videoscale add-borders=true ! videoconvert ! video/x-raw,format={format},width={width},height={height},pixel-aspect-ratio=1/1,framerate={fps}/1,colorimetry=bt601 ! {sink}"# + "\n"
     /// `pipelines/v4l2-sink.pipeline`.
     public static let v4l2Sink = #"v4l2sink device="{device}" sync=false"# + "\n"
+    /// `pipelines/pipewire-sink.pipeline`.
+    public static let pipewireSink = #"pipewiresink name=pwsink mode=provide sync=false stream-properties="props,media.class=Video/Source,media.role=Camera,node.name={node},node.description={node}""# + "\n"
     /// `pipelines/whep.pipeline`: one WebRTC viewer (WHEP) of the camera's shared H.264 encoder;
     /// `pt` is the payload type the browser's offer gave H.264.
     public static let whep = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=60 caps=video/x-h264,stream-format=byte-stream,alignment=au ! rtph264pay name=pay config-interval=-1 aggregate-mode=zero-latency pt={pt} ! application/x-rtp,media=video,encoding-name=H264,payload={pt},clock-rate=90000 ! webrtcbin name=webrtc bundle-policy=max-bundle"# + "\n"
@@ -31,6 +33,7 @@ public enum PipelineTemplates {
         "hls.pipeline": hls,
         "v4l2.pipeline": v4l2,
         "v4l2-sink.pipeline": v4l2Sink,
+        "pipewire-sink.pipeline": pipewireSink,
         "whep.pipeline": whep,
         "recorder.pipeline": recorder,
     ]

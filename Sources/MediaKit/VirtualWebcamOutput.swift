@@ -29,10 +29,21 @@ public final class VirtualWebcamOutput: Sendable {
         /// A replacement for the sink (launch syntax), e.g. `fakesink` or `filesink location=…` where no
         /// v4l2loopback device exists; nil uses `pipelines/v4l2-sink.pipeline` with `device`.
         public var sink: String?
+        /// The output's name in stats and logs: "v4l2" or "pipewire".
+        public var output = "v4l2"
 
         /// Defaults for a device.
         public init(device: String = "/dev/video10") {
             self.device = device
+        }
+
+        /// A PipeWire camera: a `Video/Source` node called `node` with `media.role=Camera`
+        /// (`pipelines/pipewire-sink.pipeline`), same fixed size and format as the v4l2 device.
+        public static func pipewire(node: String) throws -> Configuration {
+            var c = Configuration(device: node)
+            c.output = "pipewire"
+            c.sink = try PipelineTemplates.render(PipelineTemplates.pipewireSink, ["node": node])
+            return c
         }
     }
 
@@ -72,8 +83,8 @@ public final class VirtualWebcamOutput: Sendable {
             "format": configuration.format, "width": "\(configuration.width)", "height": "\(configuration.height)",
             "fps": "\(max(1, configuration.fps))", "sink": sink,
         ])
-        pipeline = try MediaPipeline(launch: launch, name: "v4l2", runtime: runtime, logger: logger)
-        guard let src = pipeline.child("src") else { throw MediaError("v4l2 pipeline has no appsrc 'src'") }
+        pipeline = try MediaPipeline(launch: launch, name: configuration.output, runtime: runtime, logger: logger)
+        guard let src = pipeline.child("src") else { throw MediaError("\(configuration.output) pipeline has no appsrc 'src'") }
         source = AppSource(element: src)
         slate = I420Picture(width: configuration.width, height: configuration.height)
         Self.paintSlate(slate)
@@ -93,12 +104,15 @@ public final class VirtualWebcamOutput: Sendable {
             try pipeline.play()
         } catch {
             state.withLock { $0.running = false }
+            if configuration.output == "pipewire" {
+                throw MediaError("PipeWire camera '\(configuration.device)': \(error) (is a PipeWire daemon running for this user? XDG_RUNTIME_DIR must point at its socket)")
+            }
             throw MediaError("virtual webcam \(configuration.device): \(error) (is v4l2loopback loaded? see deploy/v4l2loopback.conf)")
         }
         let t = Thread { [self] in tick() }
-        t.name = "v4l2-ticker"
+        t.name = "\(configuration.output)-ticker"
         t.start()
-        logger.info("virtual webcam streaming", metadata: ["device": "\(configuration.device)",
+        logger.info("virtual webcam streaming", metadata: ["output": "\(configuration.output)", "device": "\(configuration.device)",
                     "size": "\(configuration.width)x\(configuration.height)", "format": "\(configuration.format)"])
     }
 
@@ -189,7 +203,7 @@ public final class VirtualWebcamOutput: Sendable {
     /// framesIn = pictures received, framesOut = frames pushed to the device, dropped = ticks that
     /// fell far behind, errors = GStreamer errors; `slateFrames` counts offline frames.
     public func stats(camera: String = "") -> OutputStats {
-        var s = OutputStats(output: "v4l2", camera: camera)
+        var s = OutputStats(output: configuration.output, camera: camera)
         s.framesIn = counters.pictures.load(ordering: .relaxed)
         s.framesOut = counters.pushed.load(ordering: .relaxed)
         s.dropped = counters.late.load(ordering: .relaxed)

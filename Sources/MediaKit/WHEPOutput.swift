@@ -105,6 +105,14 @@ public final class WHEPOutput: Sendable {
         state.cameras.withLock { $0[graph.configuration.id] = graph }
     }
 
+    /// Stops serving a camera and ends its sessions (the camera was removed).
+    public func removeCamera(id: String) {
+        state.cameras.withLock { _ = $0.removeValue(forKey: id) }
+        for s in state.all() where s.camera == id {
+            if let gone = state.remove(s.id) { gone.close() }
+        }
+    }
+
     /// Answers a viewer's offer with a new session (blocks a thread of its own for the negotiation,
     /// never the caller's).
     public func offer(camera id: String, sdp: String) async throws(Failure) -> Answer {

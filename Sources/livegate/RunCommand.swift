@@ -6,6 +6,7 @@ import LiveViewCore
 import Logging
 import NIOPosix
 import ServiceLifecycle
+import UnixSignals
 import Vendors
 
 /// `livegate run` (the default): the gateway.
@@ -22,68 +23,120 @@ struct Run: AsyncParsableCommand {
             http://HOST:HTTP_PORT/api/v1/cameras. Ctrl-C or SIGTERM stops cleanly and finishes recordings.
             """)
 
+    @Option(name: .long, help: ArgumentHelp("A YAML file with cameras and settings (keys named like these flags in camelCase; see deploy/livegate.yaml). Flags override it, LIVEGATE_* variables override it too. SIGHUP or POST /api/v1/reload re-reads its cameras.", valueName: "FILE"))
+    var config: String?
     @Option(name: .long, help: ArgumentHelp("A camera: [NAME=]URL (repeatable).", valueName: "[NAME=]URL"))
     var camera: [String] = []
 
-    @Option(name: .long, help: "RTSP server port.") var rtspPort: Int = 8554
-    @Option(name: .long, help: "Control API / HLS HTTP port.") var httpPort: Int = 8080
-    @Option(name: .long, help: "Address the servers bind to (loopback by default; 0.0.0.0 for the LAN).")
-    var listen: String = "127.0.0.1"
-    @Flag(name: .long, inversion: .prefixedNo, help: "Serve HLS at /hls/<camera>/index.m3u8.") var hls = true
+    @Option(name: .long, help: "RTSP server port (default 8554).") var rtspPort: Int?
+    @Option(name: .long, help: "Control API / HLS HTTP port (default 8080).") var httpPort: Int?
+    @Option(name: .long, help: "Address the servers bind to (default 127.0.0.1; 0.0.0.0 for the LAN).")
+    var listen: String?
+    @Flag(name: .long, inversion: .prefixedNo, help: "Serve HLS at /hls/<camera>/index.m3u8 (default on).") var hls: Bool?
     @Option(name: .long, help: "Folder for HLS segments (default: a temporary folder).") var hlsDir: String?
     @Option(name: .long, help: "Record Matroska segments with the camera's JPEGs and PTS, plus AF sidecars, into DIR.")
     var record: String?
-    @Option(name: .long, help: "Save the images cameras send (shots from the API or taken on the camera) into DIR/<camera>/.")
-    var captures: String = "captures"
-    @Option(name: .long, help: "Recording segment length in seconds.") var segmentSeconds: Int = 300
+    @Option(name: .long, help: "Save the images cameras send (shots from the API or taken on the camera) into DIR/<camera>/ (default ./captures).")
+    var captures: String?
+    @Option(name: .long, help: "Recording segment length in seconds (default 300).") var segmentSeconds: Int?
     @Option(name: .long, help: "Write the first camera to this v4l2loopback device (e.g. /dev/video10).")
     var v4l2: String?
     @Option(name: .long, help: ArgumentHelp("Replace the webcam's v4l2sink with another GStreamer sink (testing without v4l2loopback).", visibility: .hidden))
     var v4l2Sink: String?
-    @Option(name: .long, help: "Overlay on the H.264/HLS/webcam outputs: af (draw AF areas) or none.")
-    var overlay: String = "af"
-    @Option(name: .long, help: "Nominal output frame rate for the encoders.") var fps: Int = 30
-    @Option(name: .long, help: "Seconds a camera's decode, encoder or HLS keeps running after its last viewer left.")
-    var linger: Int = 10
-    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error.") var logLevel: String = "info"
+    @Option(name: .long, help: ArgumentHelp("Publish the first camera as a PipeWire camera node called NAME (root-free virtual webcam for browsers and OBS).", valueName: "NAME"))
+    var pipewire: String?
+    @Option(name: .long, help: "Overlay on the H.264/HLS/webcam outputs: af (draw AF areas, the default) or none.")
+    var overlay: String?
+    @Option(name: .long, help: "Nominal output frame rate for the encoders (default 30).") var fps: Int?
+    @Option(name: .long, help: "Seconds a camera's decode, encoder or HLS keeps running after its last viewer left (default 10).")
+    var linger: Int?
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error (default info).") var logLevel: String?
 
     func validate() throws {
-        for (name, p) in [("--rtsp-port", rtspPort), ("--http-port", httpPort)] where !(1...65535).contains(p) {
-            throw ValidationError("\(name) must be 1…65535, got \(p)")
+        for (name, p) in [("--rtsp-port", rtspPort), ("--http-port", httpPort)] {
+            if let p, !(1...65535).contains(p) { throw ValidationError("\(name) must be 1…65535, got \(p)") }
         }
-        guard rtspPort != httpPort else { throw ValidationError("--rtsp-port and --http-port must differ") }
-        guard ["af", "none"].contains(overlay) else { throw ValidationError("--overlay must be af or none") }
-        guard (1...120).contains(fps) else { throw ValidationError("--fps must be 1…120") }
-        guard (5...86_400).contains(segmentSeconds) else { throw ValidationError("--segment-seconds must be 5…86400") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        if let overlay, !["af", "none"].contains(overlay) { throw ValidationError("--overlay must be af or none, got '\(overlay)'") }
+        if let fps, !(1...120).contains(fps) { throw ValidationError("--fps must be 1…120, got \(fps)") }
+        if let s = segmentSeconds, !(5...86_400).contains(s) { throw ValidationError("--segment-seconds must be 5…86400, got \(s)") }
+        if let l = linger, l < 0 { throw ValidationError("--linger must be 0 or more seconds, got \(l)") }
+        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
+            throw ValidationError("unknown --log-level '\(logLevel)'; use trace, debug, info, notice, warning or error")
+        }
+        if let pipewire, pipewire.isEmpty || !pipewire.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) {
+            throw ValidationError("--pipewire NAME may only use letters, digits, '-', '_' and '.'")
+        }
         for (i, c) in camera.enumerated() {
             do { _ = try CameraSpec.parse(c, index: i) } catch { throw ValidationError("--camera: \(error)") }
         }
     }
 
-    func run() async throws {
-        var options = GatewayOptions()
-        options.cameras = try camera.enumerated().map { try CameraSpec.parse($1, index: $0) }
-        if options.cameras.isEmpty { options.cameras = [CameraSpec(id: "cam0", source: .emulator(vendor: Vendors.emulatorNames[0]))] }
-        let ids = options.cameras.map(\.id)
-        guard Swift.Set(ids).count == ids.count else { throw ValidationError("camera names must be unique: \(ids)") }
-        options.listen = listen
-        options.rtspPort = rtspPort
-        options.httpPort = httpPort
-        options.hls = hls
-        options.hlsDirectory = hlsDir
-        options.recordDirectory = record
-        options.capturesDirectory = captures
-        options.segmentSeconds = segmentSeconds
-        options.v4l2Device = v4l2
-        options.v4l2Sink = v4l2Sink
-        options.overlay = overlay == "af"
-        options.fps = fps
-        guard linger >= 0 else { throw ValidationError("--linger must be 0 or more seconds") }
-        options.lingerSeconds = linger
-        if let r = record {
-            try FileManager.default.createDirectory(atPath: r, withIntermediateDirectories: true)
+    /// The file (when given) under the environment under the flags.
+    func settings(environment env: [String: String]) throws -> ConfigFile {
+        var c = ConfigFile()
+        if let path = config ?? env["LIVEGATE_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            c = try ConfigFile.load(path: path)
         }
+        c = try ConfigEnvironment.apply(env, to: c)
+        if let v = listen { c.listen = v }
+        if let v = rtspPort { c.rtspPort = v }
+        if let v = httpPort { c.httpPort = v }
+        if let v = hls { c.hls = v }
+        if let v = hlsDir { c.hlsDir = v }
+        if let v = record { c.record = v }
+        if let v = captures { c.captures = v }
+        if let v = segmentSeconds { c.segmentSeconds = v }
+        if let v = v4l2 { c.v4l2 = v }
+        if let v = pipewire { c.pipewire = v }
+        if let v = overlay { c.overlay = v }
+        if let v = fps { c.fps = v }
+        if let v = linger { c.linger = v }
+        if let v = logLevel { c.logLevel = v }
+        return c
+    }
+
+    /// The cameras: the flags' when any, else the file's / environment's, else an emulated camera.
+    func cameraSpecs(_ c: ConfigFile) throws -> [CameraSpec] {
+        var specs = try camera.enumerated().map { try CameraSpec.parse($1, index: $0) }
+        if specs.isEmpty { specs = try c.cameraSpecs() }
+        if specs.isEmpty { specs = [CameraSpec(id: "cam0", source: .emulator(vendor: Vendors.emulatorNames[0]))] }
+        let ids = specs.map(\.id)
+        guard Swift.Set(ids).count == ids.count else { throw CLIError("camera names must be unique: \(ids.joined(separator: ", "))") }
+        return specs
+    }
+
+    func run() async throws {
+        let env = ProcessInfo.processInfo.environment
+        let c: ConfigFile
+        var options = GatewayOptions()
+        do {
+            c = try settings(environment: env)
+            options.cameras = try cameraSpecs(c)
+        } catch let e as ConfigError {
+            throw CLIError("\(e)")
+        }
+        options.listen = c.listen ?? options.listen
+        options.rtspPort = c.rtspPort ?? options.rtspPort
+        options.httpPort = c.httpPort ?? options.httpPort
+        guard options.rtspPort != options.httpPort else {
+            throw CLIError("the RTSP and HTTP ports must differ (both are \(options.httpPort))")
+        }
+        options.hls = c.hls ?? options.hls
+        options.hlsDirectory = c.hlsDir
+        options.recordDirectory = c.record
+        options.capturesDirectory = c.captures ?? options.capturesDirectory
+        options.segmentSeconds = c.segmentSeconds ?? options.segmentSeconds
+        options.v4l2Device = c.v4l2
+        options.v4l2Sink = v4l2Sink
+        options.pipewireNode = c.pipewire
+        options.overlay = (c.overlay ?? "af") == "af"
+        options.fps = c.fps ?? options.fps
+        options.lingerSeconds = c.linger ?? options.lingerSeconds
+        options.configPath = config ?? env["LIVEGATE_CONFIG"]
+        let logLevel = c.logLevel ?? "info"
+        if let r = options.recordDirectory { try writableDirectory(r, flag: "--record") }
+        if let h = options.hlsDirectory { try writableDirectory(h, flag: "--hls-dir") }
+        try writableDirectory(options.capturesDirectory, flag: "--captures", create: false)
 
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
@@ -92,6 +145,11 @@ struct Run: AsyncParsableCommand {
         }
         let logger = Logger(label: "livegate")
         let gateway = Gateway(options: options, logger: logger)
+        if options.configPath != nil {
+            // What a reload reads: the file again, under the environment and the flags.
+            let command = self
+            gateway.reloadSource = { try command.cameraSpecs(try command.settings(environment: ProcessInfo.processInfo.environment)) }
+        }
         // The banner goes out once both the gateway and the HTTP server are up.
         let ready = Locked(0)
         let oneReady: @Sendable () -> Void = {
@@ -108,18 +166,18 @@ struct Run: AsyncParsableCommand {
         }
         let app = Application(
             router: ControlAPI.buildRouter(model: gateway),
-            configuration: .init(address: .hostname(listen, port: httpPort), serverName: "livegate"),
+            configuration: .init(address: .hostname(options.listen, port: options.httpPort), serverName: "livegate"),
             onServerRunning: { _ in oneReady() },
             logger: logger)
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: gateway), .init(service: app)],
+            services: [.init(service: gateway), .init(service: app), .init(service: ReloadOnHangup(gateway: gateway, logger: logger))],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         do {
             try await group.run()
         } catch {
             if "\(error)".contains("Address already in use") {
-                throw CLIError("cannot listen on \(listen):\(httpPort) for the control API: the address is in use; pick another with --http-port")
+                throw CLIError("cannot listen on \(options.listen):\(options.httpPort) for the control API: the address is in use; pick another with --http-port")
             }
             throw error
         }
@@ -142,4 +200,53 @@ func printBanner(_ gateway: Gateway) {
     lines.append("Press Ctrl-C to stop.")
     print(lines.joined(separator: "\n"))
     fflush(nil)
+}
+
+/// Reloads the configuration's cameras on SIGHUP (`systemctl reload livegate`).
+struct ReloadOnHangup: Service {
+    let gateway: Gateway
+    let logger: Logger
+
+    func run() async throws {
+        let signals = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in signals.cancelOnGracefulShutdown() {
+            logger.info("SIGHUP: reloading the configuration")
+            do { _ = try await gateway.reload() } catch { logger.error("reload failed: \(error)") }
+        }
+    }
+}
+
+/// A folder the gateway will write into: created when missing (when `create`), and refused with a
+/// plain sentence when it cannot be (no error domains or codes).
+func writableDirectory(_ path: String, flag: String, create: Bool = true) throws {
+    let fm = FileManager.default
+    var isDir: ObjCBool = false
+    if fm.fileExists(atPath: path, isDirectory: &isDir) {
+        guard isDir.boolValue else { throw CLIError("\(flag) \(path): this is a file, not a folder") }
+        guard access(path, W_OK | X_OK) == 0 else { throw CLIError("\(flag) \(path): livegate may not write into this folder (permission denied)") }
+        return
+    }
+    guard create else {
+        // Created on the first save; its parent must let us.
+        let parent = (path as NSString).deletingLastPathComponent
+        let p = parent.isEmpty ? "." : parent
+        if fm.fileExists(atPath: p), access(p, W_OK | X_OK) != 0 {
+            throw CLIError("\(flag) \(path): cannot be created in \(p) (permission denied)")
+        }
+        return
+    }
+    // mkdir -p by hand, to name the folder that failed and why (errno in words, no error domains).
+    var built = path.hasPrefix("/") ? "" : "."
+    for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+        built += "/" + part
+        if fm.fileExists(atPath: built, isDirectory: &isDir) {
+            guard isDir.boolValue else { throw CLIError("\(flag) \(path): \(built) is a file, not a folder") }
+            continue
+        }
+        if mkdir(built, 0o755) != 0 && errno != EEXIST {
+            let why = errno == ENOENT ? "the parent folder does not accept new folders" : String(cString: strerror(errno)).lowercased()
+            throw CLIError("\(flag) \(path): cannot create \(built) (\(why))")
+        }
+    }
+    guard access(path, W_OK | X_OK) == 0 else { throw CLIError("\(flag) \(path): livegate may not write into this folder (permission denied)") }
 }

@@ -34,10 +34,7 @@ final class TestModel: ControlModel, @unchecked Sendable {
     }
 
     func metricsText() -> String {
-        var m = MetricsWriter()
-        m.help("livegate_camera_frames_total", "Frames.", type: "counter")
-        m.sample("livegate_camera_frames_total", ["camera": "cam0"], Double(cameras[0].driver.stats.frames))
-        return m.text
+        "livegate_frames_received_total{camera=\"cam0\"} \(cameras[0].driver.stats.frames)\n"
     }
 
     func urls(for camera: CameraRuntime) -> [String: String] { ["rtsp": "rtsp://127.0.0.1:8554/\(camera.id)"] }
@@ -204,7 +201,7 @@ func jsonBody(_ response: TestResponse) -> Any? {
         try await app.test(.router) { client in
             try await client.execute(uri: "/metrics", method: .get) { r in
                 #expect(r.status == .ok)
-                #expect(String(buffer: r.body).contains("livegate_camera_frames_total{camera=\"cam0\"}"))
+                #expect(String(buffer: r.body).contains("livegate_frames_received_total{camera=\"cam0\"}"))
             }
             try await client.execute(uri: "/hls/cam0/index.m3u8", method: .get) { r in
                 #expect(r.status == .ok)

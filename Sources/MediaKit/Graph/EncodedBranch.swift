@@ -34,6 +34,9 @@ public final class EncodedBranch: Sendable {
         public var linger: Duration = .seconds(10)
         /// Key frames forced for joiners are at least this far apart.
         public var joinKeyframeSpacing: Double = 0.25
+        /// Told, for each encoded frame, the nanoseconds from the picture's arrival at the gateway
+        /// to the encoded frame (the metrics' encode latency histogram).
+        public var latencyObserver: (@Sendable (UInt64) -> Void)?
         public init() {}
     }
 
@@ -255,12 +258,15 @@ final class EncoderPipeline: @unchecked Sendable {
         var pictures = 0
         var lastBoundary: UInt64?
         var joinPending = false
+        var outputShift: Int64?
     }
     private let clock = Mutex(Clock())
     private let joinRequested = Atomic<Bool>(false)
+    private let latencyObserver: (@Sendable (UInt64) -> Void)?
 
     init(branch: EncodedBranch, stats: EncodedStats, runtime: GStreamerRuntime) throws {
         let c = branch.configuration
+        latencyObserver = c.latencyObserver
         fps = max(1, c.fps)
         gridNanos = UInt64(max(0.1, c.keyframeInterval) * 1e9)
         joinSpacingNanos = UInt64(max(0, c.joinKeyframeSpacing) * 1e9)
@@ -345,6 +351,18 @@ final class EncoderPipeline: @unchecked Sendable {
                 }
             }
             return (c.epoch + pts, boundary)
+        }
+        if let latencyObserver {
+            // x264enc shifts its output timestamps (GstVideoEncoder makes room for negative DTS: the
+            // first frame comes out at 1000 hours). Frames leave in the order they went in (zero
+            // latency tuning, no B-frames), so the first output is the first input, whose PTS is
+            // the 1 s the epoch leaves: the shift is learnt from it.
+            let input = clock.withLock { c -> UInt64 in
+                if c.outputShift == nil { c.outputShift = Int64(bitPattern: pts) - 1_000_000_000 }
+                return UInt64(bitPattern: Int64(bitPattern: arrival) - (c.outputShift ?? 0))
+            }
+            let now = MonotonicClock.nanos()
+            if now > input { latencyObserver(now - input) }
         }
         branch?.distribute(buffer, arrivalNanos: arrival, keyframe: keyframe, boundary: boundary)
     }

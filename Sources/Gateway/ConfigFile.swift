@@ -1,0 +1,293 @@
+import Foundation
+import Yams
+
+/// `livegate run --config FILE`: the YAML file (Yams parses it, Codable reads it). Keys are the `run`
+/// flags in camelCase; `cameras` is a list of `{name, url, overlay, record}`. Every error names the
+/// line and the key. Precedence: flags over `LIVEGATE_*` environment variables over the file over the
+/// defaults (`ConfigLayers`).
+public struct ConfigFile: Decodable, Sendable, Equatable {
+    public var listen: String?
+    public var rtspPort: Int?
+    public var httpPort: Int?
+    public var hls: Bool?
+    public var hlsDir: String?
+    public var record: String?
+    public var captures: String?
+    public var segmentSeconds: Int?
+    public var overlay: String?
+    public var fps: Int?
+    public var linger: Int?
+    public var logLevel: String?
+    public var v4l2: String?
+    public var pipewire: String?
+    public var cameras: [Camera]?
+
+    public struct Camera: Decodable, Sendable, Equatable {
+        public var name: String?
+        public var url: String
+        public var overlay: String?
+        public var record: Bool?
+
+        static let keys = ["name", "url", "overlay", "record"]
+    }
+
+    public init() {}
+
+    /// The keys a file may use at the top level.
+    public static let keys = ["listen", "rtspPort", "httpPort", "hls", "hlsDir", "record", "captures",
+                              "segmentSeconds", "overlay", "fps", "linger", "logLevel", "v4l2", "pipewire", "cameras"]
+
+    /// Reads a file; the error names the file, the line and the key.
+    public static func load(path: String) throws(ConfigError) -> ConfigFile {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read (permission? not UTF-8?)" : "does not exist"
+            throw ConfigError(file: path, line: nil, message: "the config file \(reason)")
+        }
+        return try parse(text, file: path)
+    }
+
+    /// Parses the text of a config file (`file` only names it in errors).
+    public static func parse(_ text: String, file: String = "config") throws(ConfigError) -> ConfigFile {
+        let root: Node
+        do {
+            guard let node = try Yams.compose(yaml: text) else { return ConfigFile() }
+            root = node
+        } catch let error as YamlError {
+            throw ConfigError(file: file, line: Self.line(of: error), message: "not valid YAML: \(Self.problem(of: error))")
+        } catch {
+            throw ConfigError(file: file, line: nil, message: "not valid YAML: \(error)")
+        }
+        guard let top = root.mapping else {
+            throw ConfigError(file: file, line: root.mark?.line, message: "the file must be a mapping of keys (listen:, cameras: …)")
+        }
+        try checkKeys(top, allowed: keys, file: file, context: "")
+        if let cams = top["cameras"] {
+            guard let list = cams.sequence else {
+                throw ConfigError(file: file, line: cams.mark?.line, message: "'cameras' must be a list of {name, url}")
+            }
+            for (i, item) in list.enumerated() {
+                guard let m = item.mapping else {
+                    throw ConfigError(file: file, line: item.mark?.line,
+                                      message: "cameras[\(i)] must be a mapping like {name: left, url: \"sony://10.0.0.5\"}")
+                }
+                try checkKeys(m, allowed: Camera.keys, file: file, context: "cameras[\(i)].")
+                if m["url"] == nil {
+                    throw ConfigError(file: file, line: item.mark?.line, message: "cameras[\(i)] has no 'url'")
+                }
+            }
+        }
+        let config: ConfigFile
+        do {
+            config = try YAMLDecoder().decode(ConfigFile.self, from: root)
+        } catch let error as DecodingError {
+            throw Self.explain(error, root: root, file: file)
+        } catch {
+            throw ConfigError(file: file, line: nil, message: "\(error)")
+        }
+        try config.validate(root: root, file: file)
+        return config
+    }
+
+    /// Unknown keys are errors (a typo would otherwise be ignored silently).
+    static func checkKeys(_ m: Node.Mapping, allowed: [String], file: String, context: String) throws(ConfigError) {
+        for (key, _) in m {
+            guard let k = key.string else {
+                throw ConfigError(file: file, line: key.mark?.line, message: "keys must be words")
+            }
+            if !allowed.contains(k) {
+                let hint = allowed.first { $0.lowercased() == k.lowercased().replacingOccurrences(of: "_", with: "").replacingOccurrences(of: "-", with: "") }
+                throw ConfigError(file: file, line: key.mark?.line, key: context + k,
+                                  message: "unknown key" + (hint.map { "; did you mean '\($0)'?" } ?? "; known keys: \(allowed.joined(separator: ", "))"))
+            }
+        }
+    }
+
+    /// Values Codable accepted but livegate does not.
+    func validate(root: Node, file: String) throws(ConfigError) {
+        func fail(_ key: String, _ message: String, camera: Int? = nil) -> ConfigError {
+            var node: Node? = root
+            if let camera { node = root["cameras"]?.sequence.flatMap { camera < $0.count ? $0[camera] : nil } }
+            let line = node?.mapping?.first { $0.key.string == key }?.value.mark?.line
+            return ConfigError(file: file, line: line, key: camera.map { "cameras[\($0)].\(key)" } ?? key, message: message)
+        }
+        for (key, port) in [("rtspPort", rtspPort), ("httpPort", httpPort)] {
+            if let port, !(1...65535).contains(port) { throw fail(key, "must be 1…65535, got \(port)") }
+        }
+        if let overlay, !["af", "none"].contains(overlay) { throw fail("overlay", "must be af or none, got '\(overlay)'") }
+        if let fps, !(1...120).contains(fps) { throw fail("fps", "must be 1…120, got \(fps)") }
+        if let s = segmentSeconds, !(5...86_400).contains(s) { throw fail("segmentSeconds", "must be 5…86400, got \(s)") }
+        if let l = linger, l < 0 { throw fail("linger", "must be 0 or more seconds, got \(l)") }
+        if let level = logLevel, !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {
+            throw fail("logLevel", "must be trace, debug, info, notice, warning, error or critical, got '\(level)'")
+        }
+        for (i, c) in (cameras ?? []).enumerated() {
+            if let o = c.overlay, !["af", "none"].contains(o) { throw fail("overlay", "must be af or none, got '\(o)'", camera: i) }
+            if let n = c.name, !CameraSpec.isValidID(n) {
+                throw fail("name", "'\(n)' may only use letters, digits, '-' and '_'", camera: i)
+            }
+            do { _ = try CameraSpec.parse(c.url, index: i) } catch { throw fail("url", "\(error)", camera: i) }
+        }
+    }
+
+    /// The cameras of the file as specs (ids default to cam0, cam1 … by position).
+    public func cameraSpecs() throws(CameraSpecError) -> [CameraSpec] {
+        try (cameras ?? []).enumerated().map { (i, c) throws(CameraSpecError) -> CameraSpec in
+            var spec = try CameraSpec.parse(c.url, index: i)
+            if let n = c.name { spec.id = n }
+            spec.overlay = c.overlay.map { $0 == "af" }
+            spec.record = c.record
+            return spec
+        }
+    }
+
+    static func explain(_ error: DecodingError, root: Node, file: String) -> ConfigError {
+        let (path, message): ([any CodingKey], String) = {
+            switch error {
+            case .typeMismatch(let type, let ctx): return (ctx.codingPath, "must be \(describe(type))")
+            case .valueNotFound(let type, let ctx): return (ctx.codingPath, "must be \(describe(type)), found nothing")
+            case .keyNotFound(let key, let ctx): return (ctx.codingPath + [key], "is missing")
+            case .dataCorrupted(let ctx): return (ctx.codingPath, "must be \(ctx.debugDescription.lowercased().contains("int") ? "a whole number" : "valid"): \(ctx.debugDescription)")
+            @unknown default: return ([], "\(error)")
+            }
+        }()
+        var node: Node? = root
+        var names: [String] = []
+        for key in path {
+            if let i = key.intValue, let seq = node?.sequence {
+                node = i < seq.count ? seq[i] : nil
+                names.append("[\(i)]")
+            } else {
+                node = node?.mapping?.first { $0.key.string == key.stringValue }?.value
+                names.append((names.isEmpty ? "" : ".") + key.stringValue)
+            }
+        }
+        return ConfigError(file: file, line: node?.mark?.line, key: names.joined(), message: message)
+    }
+
+    static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is Int.Type: return "a whole number"
+        case is Bool.Type: return "true or false"
+        case is String.Type: return "a string"
+        case is [Camera].Type: return "a list of cameras"
+        default: return "a \(type)"
+        }
+    }
+
+    static func line(of error: YamlError) -> Int? {
+        switch error {
+        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): return mark.line
+        default: return nil
+        }
+    }
+
+    static func problem(of error: YamlError) -> String {
+        switch error {
+        case .scanner(let ctx, let problem, _, _), .parser(let ctx, let problem, _, _), .composer(let ctx, let problem, _, _):
+            return [ctx.map { "\($0.text)" }, problem].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ", ")
+        default: return "\(error)"
+        }
+    }
+}
+
+/// A config file that cannot be used: `FILE:LINE: KEY: message`.
+public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
+    public var file: String
+    public var line: Int?
+    public var key: String?
+    public var message: String
+
+    public init(file: String, line: Int?, key: String? = nil, message: String) {
+        self.file = file
+        self.line = line
+        self.key = key
+        self.message = message
+    }
+
+    public var description: String {
+        var s = file
+        if let line { s += ":\(line)" }
+        s += ": "
+        if let key { s += "\(key): " }
+        return s + message
+    }
+}
+
+/// The environment's share of the settings: `LIVEGATE_<KEY>` for each file key in upper snake case
+/// (`LIVEGATE_HTTP_PORT`, `LIVEGATE_RECORD`…), `LIVEGATE_CAMERAS` as a comma-separated list of
+/// `[NAME=]URL`, `LIVEGATE_CONFIG` naming the file.
+public enum ConfigEnvironment {
+    /// The variable name for a file key.
+    public static func variable(_ key: String) -> String {
+        var out = "LIVEGATE_"
+        for c in key {
+            if c.isUppercase { out += "_" }
+            out += c.uppercased()
+        }
+        return out
+    }
+
+    /// The file's values overridden by the environment's; an unusable value names its variable.
+    public static func apply(_ env: [String: String], to file: ConfigFile) throws(ConfigError) -> ConfigFile {
+        var c = file
+        func text(_ key: String) -> String? {
+            guard let v = env[variable(key)], !v.isEmpty else { return nil }
+            return v
+        }
+        func int(_ key: String) throws(ConfigError) -> Int? {
+            guard let v = text(key) else { return nil }
+            guard let n = Int(v) else { throw ConfigError(file: "environment", line: nil, key: variable(key), message: "must be a whole number, got '\(v)'") }
+            return n
+        }
+        func bool(_ key: String) throws(ConfigError) -> Bool? {
+            guard let v = text(key)?.lowercased() else { return nil }
+            switch v {
+            case "1", "true", "yes", "on": return true
+            case "0", "false", "no", "off": return false
+            default: throw ConfigError(file: "environment", line: nil, key: variable(key), message: "must be true or false, got '\(v)'")
+            }
+        }
+        if let v = text("listen") { c.listen = v }
+        if let v = try int("rtspPort") { c.rtspPort = v }
+        if let v = try int("httpPort") { c.httpPort = v }
+        if let v = try bool("hls") { c.hls = v }
+        if let v = text("hlsDir") { c.hlsDir = v }
+        if let v = text("record") { c.record = v }
+        if let v = text("captures") { c.captures = v }
+        if let v = try int("segmentSeconds") { c.segmentSeconds = v }
+        if let v = text("overlay") { c.overlay = v }
+        if let v = try int("fps") { c.fps = v }
+        if let v = try int("linger") { c.linger = v }
+        if let v = text("logLevel") { c.logLevel = v }
+        if let v = text("v4l2") { c.v4l2 = v }
+        if let v = text("pipewire") { c.pipewire = v }
+        if let v = text("cameras") {
+            c.cameras = v.split(separator: ",").map { item in
+                let s = item.trimmingCharacters(in: .whitespaces)
+                if let eq = s.firstIndex(of: "="), !s[..<eq].contains(":") {
+                    return ConfigFile.Camera(name: String(s[..<eq]), url: String(s[s.index(after: eq)...]))
+                }
+                return ConfigFile.Camera(name: nil, url: s)
+            }
+        }
+        // The same checks as the file's, naming the variable.
+        do {
+            try c.validate(root: .mapping(.init([])), file: "environment")
+        } catch {
+            var e = error
+            if let k = e.key { e.key = variable(k.split(separator: ".").first.map(String.init) ?? k) }
+            throw e
+        }
+        return c
+    }
+}
+
+extension ConfigFile.Camera {
+    init(name: String?, url: String) {
+        self.name = name
+        self.url = url
+    }
+}
