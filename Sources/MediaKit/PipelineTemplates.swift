@@ -18,7 +18,7 @@ public enum PipelineTemplates {
     /// `pipelines/v4l2-sink.pipeline`.
     public static let v4l2Sink = #"v4l2sink device="{device}" sync=false"# + "\n"
     /// `pipelines/pipewire-sink.pipeline`.
-    public static let pipewireSink = #"pipewiresink name=pwsink mode=provide sync=false stream-properties="props,media.class=Video/Source,media.role=Camera,node.name={node},node.description={node}""# + "\n"
+    public static let pipewireSink = #"identity drop-allocation=true ! pipewiresink name=pwsink mode=provide sync=false stream-properties="props,media.class=Video/Source,media.role=Camera,node.name={node},node.description={node}""# + "\n"
     /// `pipelines/whep.pipeline`: one WebRTC viewer (WHEP) of the camera's shared H.264 encoder;
     /// `pt` is the payload type the browser's offer gave H.264.
     public static let whep = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=60 caps=video/x-h264,stream-format=byte-stream,alignment=au ! rtph264pay name=pay config-interval=-1 aggregate-mode=zero-latency pt={pt} ! application/x-rtp,media=video,encoding-name=H264,payload={pt},clock-rate=90000 ! webrtcbin name=webrtc bundle-policy=max-bundle"# + "\n"

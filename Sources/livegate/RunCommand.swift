@@ -189,7 +189,7 @@ func printBanner(_ gateway: Gateway) {
     for cam in gateway.cameras {
         let u = gateway.urls(for: cam)
         lines.append("  \(cam.id) (\(cam.url))")
-        for key in ["rtsp", "rtspRaw", "whep", "hls", "mjpeg", "snapshot", "v4l2", "recording"] {
+        for key in ["rtsp", "rtspRaw", "whep", "hls", "mjpeg", "snapshot", "v4l2", "pipewire", "recording"] {
             if let v = u[key] { lines.append("    \(key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(v)") }
         }
     }
