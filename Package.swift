@@ -79,7 +79,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "livegate",
-            dependencies: ["Gateway", "Vendors", "CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore",
+            dependencies: ["Gateway", "MediaKit", "Vendors", "CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -23,6 +23,10 @@ packages=(
     pipewire-bin
     wireplumber
     dbus
+    nginx-light
+    libnginx-mod-rtmp
+    python3-gi
+    gir1.2-gst-rtsp-server-1.0
     ffmpeg
     chromium
     curl

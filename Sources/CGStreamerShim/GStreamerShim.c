@@ -220,6 +220,19 @@ GstRTSPServer *lg_rtsp_server_new(const char *address, const char *service) {
     return server;
 }
 
+void lg_rtsp_server_require_credentials(GstRTSPServer *server, const char *user, const char *password) {
+    GstRTSPAuth *auth = gst_rtsp_auth_new();
+    GstRTSPToken *token = gst_rtsp_token_new(GST_RTSP_TOKEN_MEDIA_FACTORY_ROLE, G_TYPE_STRING, "livegate", NULL);
+    gchar *basic = gst_rtsp_auth_make_basic(user, password);
+    gst_rtsp_auth_add_basic(auth, basic, token);
+    g_free(basic);
+    gst_rtsp_auth_add_digest(auth, user, password, token);
+    gst_rtsp_auth_set_supported_methods(auth, GST_RTSP_AUTH_BASIC | GST_RTSP_AUTH_DIGEST);
+    gst_rtsp_token_unref(token);
+    gst_rtsp_server_set_auth(server, auth);
+    g_object_unref(auth);
+}
+
 guint lg_rtsp_server_attach(GstRTSPServer *server, GMainContext *context) {
     return gst_rtsp_server_attach(server, context);
 }
@@ -233,6 +246,14 @@ GstRTSPMediaFactory *lg_rtsp_mount(GstRTSPServer *server, const char *path, cons
     GstRTSPMediaFactory *factory = gst_rtsp_media_factory_new();
     gst_rtsp_media_factory_set_launch(factory, launch);
     gst_rtsp_media_factory_set_shared(factory, shared);
+    GstRTSPAuth *auth = gst_rtsp_server_get_auth(server);
+    if (auth) {
+        /* The one role the credentials carry may open and build every mount (varargs: C only). */
+        gst_rtsp_media_factory_add_role(factory, "livegate",
+                                        GST_RTSP_PERM_MEDIA_FACTORY_ACCESS, G_TYPE_BOOLEAN, TRUE,
+                                        GST_RTSP_PERM_MEDIA_FACTORY_CONSTRUCT, G_TYPE_BOOLEAN, TRUE, NULL);
+        g_object_unref(auth);
+    }
     g_signal_connect_data(factory, "media-configure", G_CALLBACK(callback), user, notify, 0);
     gst_rtsp_mount_points_add_factory(mounts, path, factory); /* takes the factory's reference */
     g_object_unref(mounts);

@@ -16,12 +16,15 @@ public struct CameraSpec: Sendable, Hashable {
     public var overlay: Bool?
     /// Record this camera when the gateway records (nil: yes).
     public var record: Bool?
+    /// Media servers this camera's H.264 is pushed to (rtsp://, rtmp://, srt://).
+    public var push: [String] = []
 
-    public init(id: String, source: Source, overlay: Bool? = nil, record: Bool? = nil) {
+    public init(id: String, source: Source, overlay: Bool? = nil, record: Bool? = nil, push: [String] = []) {
         self.id = id
         self.source = source
         self.overlay = overlay
         self.record = record
+        self.push = push
     }
 
     /// Parses `[NAME=]URL`; `index` gives the default id (cam0, cam1 …).

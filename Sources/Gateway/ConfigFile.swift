@@ -1,4 +1,5 @@
 import Foundation
+import MediaKit
 import Yams
 
 /// `livegate run --config FILE`: the YAML file (Yams parses it, Codable reads it). Keys are the `run`
@@ -20,6 +21,8 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
     public var logLevel: String?
     public var v4l2: String?
     public var pipewire: String?
+    public var token: String?
+    public var allowedHosts: [String]?
     public var cameras: [Camera]?
 
     public struct Camera: Decodable, Sendable, Equatable {
@@ -27,15 +30,17 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
         public var url: String
         public var overlay: String?
         public var record: Bool?
+        /// One URL or a list.
+        public var push: PushList?
 
-        static let keys = ["name", "url", "overlay", "record"]
+        static let keys = ["name", "url", "overlay", "record", "push"]
     }
 
     public init() {}
 
     /// The keys a file may use at the top level.
     public static let keys = ["listen", "rtspPort", "httpPort", "hls", "hlsDir", "record", "captures",
-                              "segmentSeconds", "overlay", "fps", "linger", "logLevel", "v4l2", "pipewire", "cameras"]
+                              "segmentSeconds", "overlay", "fps", "linger", "logLevel", "v4l2", "pipewire", "token", "allowedHosts", "cameras"]
 
     /// Reads a file; the error names the file, the line and the key.
     public static func load(path: String) throws(ConfigError) -> ConfigFile {
@@ -120,6 +125,9 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
         if let fps, !(1...120).contains(fps) { throw fail("fps", "must be 1…120, got \(fps)") }
         if let s = segmentSeconds, !(5...86_400).contains(s) { throw fail("segmentSeconds", "must be 5…86400, got \(s)") }
         if let l = linger, l < 0 { throw fail("linger", "must be 0 or more seconds, got \(l)") }
+        if let t = token, t.count < 16 || !t.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != ":" }) {
+            throw fail("token", "must be at least 16 printable characters without spaces or ':' (livegate token makes one)")
+        }
         if let level = logLevel, !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {
             throw fail("logLevel", "must be trace, debug, info, notice, warning, error or critical, got '\(level)'")
         }
@@ -129,6 +137,9 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
                 throw fail("name", "'\(n)' may only use letters, digits, '-' and '_'", camera: i)
             }
             do { _ = try CameraSpec.parse(c.url, index: i) } catch { throw fail("url", "\(error)", camera: i) }
+            for u in c.push?.urls ?? [] {
+                do { _ = try PushOutput.check(u) } catch { throw fail("push", "\(error)", camera: i) }
+            }
         }
     }
 
@@ -139,6 +150,7 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
             if let n = c.name { spec.id = n }
             spec.overlay = c.overlay.map { $0 == "af" }
             spec.record = c.record
+            spec.push = c.push?.urls ?? []
             return spec
         }
     }
@@ -264,6 +276,8 @@ public enum ConfigEnvironment {
         if let v = text("logLevel") { c.logLevel = v }
         if let v = text("v4l2") { c.v4l2 = v }
         if let v = text("pipewire") { c.pipewire = v }
+        if let v = text("token") { c.token = v }
+        if let v = text("allowedHosts") { c.allowedHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if let v = text("cameras") {
             c.cameras = v.split(separator: ",").map { item in
                 let s = item.trimmingCharacters(in: .whitespaces)
@@ -289,5 +303,19 @@ extension ConfigFile.Camera {
     init(name: String?, url: String) {
         self.name = name
         self.url = url
+    }
+}
+
+/// `push:` as one URL or a list of them.
+public struct PushList: Decodable, Sendable, Equatable {
+    public var urls: [String]
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let one = try? c.decode(String.self) {
+            urls = [one]
+        } else {
+            urls = try c.decode([String].self)
+        }
     }
 }

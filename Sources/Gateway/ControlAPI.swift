@@ -39,6 +39,8 @@ public protocol ControlModel: Sendable {
     func captures(camera: String) -> [SavedCapture]
     /// Reads the configuration again: cameras added, removed and left alone.
     func reload() async throws -> Gateway.ReloadResult
+    /// A camera's pushes to media servers (url, state, reason).
+    func pushes(camera: String) -> [[String: Any]]
 }
 
 extension ControlModel {
@@ -56,6 +58,7 @@ extension ControlModel {
     public func reload() async throws -> Gateway.ReloadResult {
         throw APIError(.conflict, "nothing to reload here")
     }
+    public func pushes(camera: String) -> [[String: Any]] { [] }
 }
 
 /// The HTTP JSON control API (Hummingbird): cameras, properties, touch-AF, metrics and HLS files.
@@ -63,8 +66,9 @@ public enum ControlAPI {
     /// Largest request body accepted.
     static let maxBody = 16 * 1024
 
-    public static func buildRouter(model: any ControlModel) -> Router<BasicRequestContext> {
+    public static func buildRouter(model: any ControlModel, access: AccessPolicy = AccessPolicy()) -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: AccessMiddleware(policy: access))
         router.add(middleware: ErrorJSONMiddleware())
         router.get("/") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
@@ -210,8 +214,9 @@ public enum ControlAPI {
         return obj["camera"] as? String
     }
 
+    // No Access-Control-Allow-Origin: only this server's own page (same origin) may use WHEP from
+    // a browser; players outside a browser (OBS) do not ask.
     static let whepCORS: HTTPFields = [
-        .accessControlAllowOrigin: "*",
         .accessControlAllowMethods: "POST, DELETE, PATCH, OPTIONS",
         .accessControlAllowHeaders: "Content-Type",
         .accessControlExposeHeaders: "Location",
@@ -381,7 +386,7 @@ public enum ControlAPI {
             "fps": (cam.driver.stats.fps * 10).rounded() / 10, "frames": cam.driver.stats.frames,
             "drops": cam.driver.stats.drops, "reconnects": cam.driver.stats.reconnects,
             "width": size.width, "height": size.height, "rotation": cam.frameRotation, "outputs": model.urls(for: cam),
-            "reason": reason(cam, branches: branches) ?? NSNull(), "branches": branches,
+            "reason": reason(cam, branches: branches) ?? NSNull(), "branches": branches, "push": model.pushes(camera: cam.id),
             "capabilities": Dictionary(uniqueKeysWithValues: cam.vendor.capabilities.byName),
             "properties": cam.vendor.properties.map(\.rawValue),
             "storage": (cam.driver as? any StorageReporting)?.storage.map { Dictionary(uniqueKeysWithValues: $0.fields) } ?? NSNull(),

@@ -138,6 +138,18 @@ final class EventStream: Sendable {
         send(Self.format("capture-failed", ["camera": camera, "name": name, "reason": reason]))
     }
 
+    /// A push to a media server connected, failed or is retrying.
+    func push(camera: String, _ status: PushOutput.Status) {
+        var o = Self.pushJSON(status)
+        o["camera"] = camera
+        send(Self.format("push", o))
+    }
+
+    static func pushJSON(_ s: PushOutput.Status) -> [String: Any] {
+        ["url": s.url, "state": s.state.rawValue, "reason": s.reason ?? NSNull(), "attempts": s.attempts,
+         "since": ISO8601DateFormatter().string(from: s.since)]
+    }
+
     /// The configuration was reloaded: cameras added and removed.
     func reloaded(added: [String], removed: [String]) {
         send(Self.format("config", ["added": added, "removed": removed]))

@@ -46,6 +46,7 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         let events = EventStream(cameras: { runtimes.withLock { $0.map(\.runtime) } })
         self.events = events
         outputs.recordingObserver.withLock { $0 = { events.recordingSegment($0) } }
+        outputs.pushObserver.withLock { $0 = { events.push(camera: $0, $1) } }
     }
 
     /// A new listener of `GET /api/v1/events`.
@@ -245,6 +246,11 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
     /// A player asked for a camera's HLS playlist or segment.
     public func hlsRequest(camera: String, playlist: Bool) async -> HLSOutput.Readiness {
         await outputs.hlsRequest(camera: camera, playlist: playlist)
+    }
+
+    /// A camera's pushes to media servers: URL (without credentials), state, reason.
+    public func pushes(camera: String) -> [[String: Any]] {
+        outputs.pushes(camera: camera).map(EventStream.pushJSON)
     }
 
     /// What runs for a camera right now: its media-graph branches and whether it shows the slate.

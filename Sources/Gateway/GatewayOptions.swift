@@ -19,6 +19,11 @@ public struct GatewayOptions: Sendable {
     public var v4l2Device: String?
     /// Replaces the webcam's `v4l2sink` (GStreamer launch syntax), for machines without the module.
     public var v4l2Sink: String?
+    /// The access token (HTTP Bearer / ?token=, RTSP user `livegate` with it as password); nil: none,
+    /// which is only allowed while `listen` is a loopback address.
+    public var token: String?
+    /// Host names the HTTP server answers for besides IP literals, localhost and this machine's name.
+    public var allowedHosts: [String] = []
     /// Publish the first camera as a PipeWire camera node of this name.
     public var pipewireNode: String?
     /// The YAML file the cameras came from (reloaded on SIGHUP or POST /api/v1/reload).

@@ -21,10 +21,13 @@ final class OutputSet: @unchecked Sendable {
         var whep: WHEPOutput?
         var graphs: [String: CameraGraph] = [:]
         var recorders: [String: Recorder] = [:]
+        var pushes: [String: [PushOutput]] = [:]
     }
     private let state = Locked(State())
     /// Told of every recording segment that starts or ends (the event stream).
     let recordingObserver = Locked<(@Sendable (RecordingSegment) -> Void)?>(nil)
+    /// Told when a push to a media server changes state (the event stream).
+    let pushObserver = Locked<(@Sendable (String, PushOutput.Status) -> Void)?>(nil)
 
     init(options: GatewayOptions, logger: Logger) {
         self.options = options
@@ -45,7 +48,9 @@ final class OutputSet: @unchecked Sendable {
         }
         let rtsp: RTSPOutput
         do {
-            rtsp = try RTSPOutput(runtime: runtime, configuration: .init(address: options.listen, port: options.rtspPort), logger: logger)
+            var config = RTSPOutput.Configuration(address: options.listen, port: options.rtspPort)
+            if let token = options.token { config.credentials = ("livegate", token) }
+            rtsp = try RTSPOutput(runtime: runtime, configuration: config, logger: logger)
         } catch {
             throw MediaError("cannot listen on \(options.listen):\(options.rtspPort) for RTSP: the address is in use (or not this machine's); pick another with --rtsp-port")
         }
@@ -148,18 +153,35 @@ final class OutputSet: @unchecked Sendable {
             try r.start(hub: cam.hub)
             recorder = r
         }
+        var pushes: [PushOutput] = []
+        let observer = pushObserver.withLock { $0 }
+        let id = cam.id
+        for url in spec.push {
+            do {
+                pushes.append(try PushOutput(camera: graph, url: url, runtime: runtime, logger: logger,
+                                             onChange: { status in observer?(id, status) }))
+            } catch {
+                recorder?.stop()
+                graph.stop()
+                throw error
+            }
+        }
         state.withLock { s in
             s.graphs[cam.id] = graph
             if let recorder { s.recorders[cam.id] = recorder }
+            if !pushes.isEmpty { s.pushes[cam.id] = pushes }
         }
+        for p in pushes { p.start() }
     }
 
     /// Takes a camera off every output (it was removed from the configuration): its mounts, HLS,
     /// WebRTC sessions and webcams, its graph, and its recording (finished cleanly).
     func detach(_ id: String, index: Int) {
-        let (graph, recorder, rtsp, hls, whep, webcams) = state.withLock { s in
-            (s.graphs.removeValue(forKey: id), s.recorders.removeValue(forKey: id), s.rtsp, s.hls, s.whep, s.webcams)
+        let (graph, recorder, rtsp, hls, whep, webcams, pushes) = state.withLock { s in
+            (s.graphs.removeValue(forKey: id), s.recorders.removeValue(forKey: id), s.rtsp, s.hls, s.whep, s.webcams,
+             s.pushes.removeValue(forKey: id) ?? [])
         }
+        for p in pushes { p.stop() }
         recorder?.stop()
         rtsp?.removeCamera(id: id)
         hls?.removeCamera(id: id)
@@ -207,6 +229,7 @@ final class OutputSet: @unchecked Sendable {
             s = State()
             return old
         }
+        for p in s.pushes.values.joined() { p.stop() }
         for r in s.recorders.values { r.stop() }
         for w in s.webcams { w.stop() }
         s.whep?.stop()
@@ -215,6 +238,11 @@ final class OutputSet: @unchecked Sendable {
         for g in s.graphs.values { g.stop() }
         s.runtime?.shutdown()
         if s.hlsIsTemporary, let root = s.hlsRoot { try? FileManager.default.removeItem(atPath: root) }
+    }
+
+    /// A camera's pushes to media servers, as the API shows them.
+    func pushes(camera: String) -> [PushOutput.Status] {
+        state.withLock { $0.pushes[camera] ?? [] }.map(\.current)
     }
 
     /// The WHEP output (nil while servers are down or WebRTC is not installed).
@@ -232,6 +260,7 @@ final class OutputSet: @unchecked Sendable {
         stats += s.whep?.stats() ?? []
         for g in s.graphs.values { stats += g.stats() }
         for r in s.recorders.values { stats.append(r.stats()) }
+        for p in s.pushes.values.joined() { stats.append(p.stats()) }
         for w in s.webcams { stats.append(w.stats(camera: cameras.first { $0.index == 0 }?.id ?? "")) }
         let series: [(String, String, KeyPath<OutputStats, Int>, String)] = [
             ("livegate_output_frames_in_total", "Frames an output received.", \.framesIn, "counter"),

@@ -144,7 +144,7 @@ enum WebPage {
           const st = s.querySelector('.shot');
           b.disabled = true; st.textContent = 'taking a picture…';
           try {
-            const r = await fetch('/api/v1/cameras/' + s.dataset.camera + '/capture', {method: 'POST'});
+            const r = await fetch('/api/v1/cameras/' + s.dataset.camera + '/capture', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{}'});
             const j = await r.json();
             st.textContent = r.ok ? 'saved ' + j.files.map(f => f.name).join(', ') : 'refused: ' + j.error;
           } catch (e) { st.textContent = 'failed: ' + e; }

@@ -25,6 +25,13 @@ public enum PipelineTemplates {
     /// `pipelines/recorder.pipeline`.
     public static let recorder = #"appsrc name=src format=time is-live=false block=true max-bytes=16000000 caps=image/jpeg,width={width},height={height},framerate={fps}/1 ! matroskamux name=mux writing-app=livegate max-cluster-duration=1000000000 ! filesink name=sink location="{location}""# + "\n"
 
+    /// `pipelines/push-rtsp.pipeline`.
+    public static let pushRTSP = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=90 leaky-type=downstream caps=video/x-h264,stream-format=byte-stream,alignment=au ! h264parse config-interval=-1 ! rtspclientsink name=sink location="{url}" protocols=tcp latency=0"# + "\n"
+    /// `pipelines/push-rtmp.pipeline`.
+    public static let pushRTMP = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=90 leaky-type=downstream caps=video/x-h264,stream-format=byte-stream,alignment=au ! h264parse config-interval=-1 ! flvmux name=mux streamable=true ! rtmp2sink name=sink location="{url}" sync=false"# + "\n"
+    /// `pipelines/push-srt.pipeline`.
+    public static let pushSRT = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=90 leaky-type=downstream caps=video/x-h264,stream-format=byte-stream,alignment=au ! h264parse config-interval=-1 ! mpegtsmux name=mux alignment=7 ! srtsink name=sink uri="{url}" wait-for-connection=false sync=false"# + "\n"
+
     /// File name (in `pipelines/`) → embedded text, for the drift test and diagnostics.
     public static let all: [String: String] = [
         "rtsp-h264.pipeline": rtspH264,
@@ -34,6 +41,9 @@ public enum PipelineTemplates {
         "v4l2.pipeline": v4l2,
         "v4l2-sink.pipeline": v4l2Sink,
         "pipewire-sink.pipeline": pipewireSink,
+        "push-rtsp.pipeline": pushRTSP,
+        "push-rtmp.pipeline": pushRTMP,
+        "push-srt.pipeline": pushSRT,
         "whep.pipeline": whep,
         "recorder.pipeline": recorder,
     ]

@@ -28,6 +28,8 @@ public final class RTSPOutput: Sendable {
         public var port: Int = 8554
         /// Clients served in parallel threads.
         public var maxThreads: Int = 16
+        /// When set, every mount needs this user and password (RTSP Basic or Digest).
+        public var credentials: (user: String, password: String)?
 
         /// Defaults, with the given address and port.
         public init(address: String = "127.0.0.1", port: Int = 8554) {
@@ -58,6 +60,7 @@ public final class RTSPOutput: Sendable {
         self.configuration = configuration
         self.logger = logger
         let server = lg_rtsp_server_new(configuration.address, String(configuration.port))!
+        if let c = configuration.credentials { lg_rtsp_server_require_credentials(server, c.user, c.password) }
         lg_rtsp_server_set_max_threads(server, gint(max(1, configuration.maxThreads)))
         let id = lg_rtsp_server_attach(server, runtime.context)
         guard id != 0 else {

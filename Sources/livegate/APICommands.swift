@@ -7,6 +7,14 @@ import NIOPosix
 struct APIOptions: ParsableArguments {
     @Option(name: .long, help: "Base URL of the gateway's control API.")
     var api: String = "http://127.0.0.1:8080"
+    @Option(name: .long, help: ArgumentHelp("The gateway's token (default: $LIVEGATE_TOKEN).", valueName: "TOKEN"))
+    var token: String?
+
+    /// The Authorization header when a token is known (flag, else LIVEGATE_TOKEN).
+    var authHeaders: [(String, String)] {
+        guard let t = token ?? ProcessInfo.processInfo.environment["LIVEGATE_TOKEN"], !t.isEmpty else { return [] }
+        return [("Authorization", "Bearer \(t)")]
+    }
 
     func url(_ path: String) throws -> HTTPURL {
         var base = api
@@ -22,7 +30,7 @@ struct APIOptions: ParsableArguments {
         let target = try url(path)
         let response: HTTPResponse
         do {
-            response = try await client.request(method, target, headers: [("Content-Type", "application/json")], body: data,
+            response = try await client.request(method, target, headers: [("Content-Type", "application/json")] + authHeaders, body: data,
                                                 timeout: .seconds(30))
         } catch {
             throw CLIError("cannot reach the gateway at \(api): \(error)")

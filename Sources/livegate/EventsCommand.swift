@@ -17,7 +17,7 @@ struct Events: AsyncParsableCommand {
         var pending = ""
         var event = "message"
         var status = 0
-        try await HTTPClient(group: MultiThreadedEventLoopGroup.singleton).stream(url, head: { s, _ in
+        try await HTTPClient(group: MultiThreadedEventLoopGroup.singleton).stream(url, headers: options.authHeaders, head: { s, _ in
             status = s
             guard s == 200 else { throw CLIError("HTTP \(s) from \(url)") }
         }, body: { buf in

@@ -49,7 +49,7 @@ struct Download: AsyncParsableCommand {
         var errorBody: [UInt8] = []
         var status = 0
         do {
-            try await HTTPClient(group: MultiThreadedEventLoopGroup.singleton).stream(url, head: { s, headers in
+            try await HTTPClient(group: MultiThreadedEventLoopGroup.singleton).stream(url, headers: options.authHeaders, head: { s, headers in
                 status = s
                 expected = headers.first { $0.0.lowercased() == "content-length" }.flatMap { Int($0.1) } ?? -1
             }, body: { buf in

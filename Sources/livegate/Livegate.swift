@@ -10,6 +10,6 @@ struct Livegate: AsyncParsableCommand {
             With no subcommand, `livegate` runs the gateway on an emulated camera and prints the URLs to open.
             """,
         version: "0.1.0",
-        subcommands: [Run.self, Emulate.self, Inspect.self, Discover.self, Get.self, SetCommand.self, Capture.self, Files.self, Download.self, Events.self, Bench.self],
+        subcommands: [Run.self, Emulate.self, Inspect.self, Discover.self, Get.self, SetCommand.self, Capture.self, Files.self, Download.self, Events.self, TokenCommand.self, Bench.self],
         defaultSubcommand: Run.self)
 }

@@ -4,6 +4,7 @@ import Gateway
 import Hummingbird
 import LiveViewCore
 import Logging
+import MediaKit
 import NIOPosix
 import ServiceLifecycle
 import UnixSignals
@@ -23,6 +24,8 @@ struct Run: AsyncParsableCommand {
             http://HOST:HTTP_PORT/api/v1/cameras. Ctrl-C or SIGTERM stops cleanly and finishes recordings.
             """)
 
+    @Option(name: .long, help: ArgumentHelp("Push a camera's H.264 to a media server: rtsp:// (RECORD), rtmp:// or srt:// (repeatable). CAMERA=URL for one camera; a bare URL goes to every camera, with {camera} replaced by its id.", valueName: "[CAMERA=]URL"))
+    var push: [String] = []
     @Option(name: .long, help: ArgumentHelp("A YAML file with cameras and settings (keys named like these flags in camelCase; see deploy/livegate.yaml). Flags override it, LIVEGATE_* variables override it too. SIGHUP or POST /api/v1/reload re-reads its cameras.", valueName: "FILE"))
     var config: String?
     @Option(name: .long, help: ArgumentHelp("A camera: [NAME=]URL (repeatable).", valueName: "[NAME=]URL"))
@@ -51,6 +54,10 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds a camera's decode, encoder or HLS keeps running after its last viewer left (default 10).")
     var linger: Int?
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error (default info).") var logLevel: String?
+    @Option(name: .long, help: ArgumentHelp("Require this token on every HTTP request (Authorization: Bearer, or ?token=) and RTSP (user livegate, the token as password). Needed when --listen is not a loopback address; `livegate token` makes one. Prefer LIVEGATE_TOKEN or the config file: a flag shows in the process list.", valueName: "TOKEN"))
+    var token: String?
+    @Option(name: .long, help: ArgumentHelp("A host name the HTTP server answers for besides IP addresses, localhost and this machine's name (repeatable).", valueName: "NAME"))
+    var allowedHost: [String] = []
 
     func validate() throws {
         for (name, p) in [("--rtsp-port", rtspPort), ("--http-port", httpPort)] {
@@ -68,6 +75,9 @@ struct Run: AsyncParsableCommand {
         }
         for (i, c) in camera.enumerated() {
             do { _ = try CameraSpec.parse(c, index: i) } catch { throw ValidationError("--camera: \(error)") }
+        }
+        if let t = token, t.count < 16 || !t.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != ":" }) {
+            throw ValidationError("--token must be at least 16 printable characters without spaces or ':' (livegate token makes one)")
         }
     }
 
@@ -92,6 +102,8 @@ struct Run: AsyncParsableCommand {
         if let v = fps { c.fps = v }
         if let v = linger { c.linger = v }
         if let v = logLevel { c.logLevel = v }
+        if let v = token { c.token = v }
+        if !allowedHost.isEmpty { c.allowedHosts = allowedHost }
         return c
     }
 
@@ -102,6 +114,25 @@ struct Run: AsyncParsableCommand {
         if specs.isEmpty { specs = [CameraSpec(id: "cam0", source: .emulator(vendor: Vendors.emulatorNames[0]))] }
         let ids = specs.map(\.id)
         guard Swift.Set(ids).count == ids.count else { throw CLIError("camera names must be unique: \(ids.joined(separator: ", "))") }
+        for p in push {
+            if let eq = p.firstIndex(of: "="), !p[..<eq].contains(":") {
+                let id = String(p[..<eq]), url = String(p[p.index(after: eq)...])
+                guard let i = specs.firstIndex(where: { $0.id == id }) else {
+                    throw CLIError("--push \(id)=…: there is no camera '\(id)' (cameras: \(ids.joined(separator: ", ")))")
+                }
+                specs[i].push.append(url)
+            } else {
+                guard specs.count == 1 || p.contains("{camera}") else {
+                    throw CLIError("--push URL goes to every camera: with \(specs.count) cameras put {camera} in it, or write CAMERA=URL")
+                }
+                for i in specs.indices { specs[i].push.append(p.replacingOccurrences(of: "{camera}", with: specs[i].id)) }
+            }
+        }
+        for spec in specs {
+            for u in spec.push {
+                do { _ = try PushOutput.check(u) } catch { throw CLIError("--push: \(error)") }
+            }
+        }
         return specs
     }
 
@@ -133,6 +164,13 @@ struct Run: AsyncParsableCommand {
         options.fps = c.fps ?? options.fps
         options.lingerSeconds = c.linger ?? options.lingerSeconds
         options.configPath = config ?? env["LIVEGATE_CONFIG"]
+        options.token = c.token
+        options.allowedHosts = c.allowedHosts ?? []
+        if options.token == nil && !AccessPolicy.isLoopback(options.listen) {
+            throw CLIError("""
+                --listen \(options.listen) serves every camera to the network, so a token is required:                 set LIVEGATE_TOKEN (or token: in the config file, or --token) to a secret, for example one from `livegate token`
+                """)
+        }
         let logLevel = c.logLevel ?? "info"
         if let r = options.recordDirectory { try writableDirectory(r, flag: "--record") }
         if let h = options.hlsDirectory { try writableDirectory(h, flag: "--hls-dir") }
@@ -165,7 +203,7 @@ struct Run: AsyncParsableCommand {
             throw CLIError("\(error)")
         }
         let app = Application(
-            router: ControlAPI.buildRouter(model: gateway),
+            router: ControlAPI.buildRouter(model: gateway, access: AccessPolicy(token: options.token, allowedHosts: Set(options.allowedHosts))),
             configuration: .init(address: .hostname(options.listen, port: options.httpPort), serverName: "livegate"),
             onServerRunning: { _ in oneReady() },
             logger: logger)
@@ -191,6 +229,9 @@ func printBanner(_ gateway: Gateway) {
         lines.append("  \(cam.id) (\(cam.url))")
         for key in ["rtsp", "rtspRaw", "whep", "hls", "mjpeg", "snapshot", "v4l2", "pipewire", "recording"] {
             if let v = u[key] { lines.append("    \(key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(v)") }
+        }
+        for p in gateway.pushes(camera: cam.id) {
+            lines.append("    push       \(p["url"] ?? "")")
         }
     }
     let host = gateway.options.listen == "0.0.0.0" || gateway.options.listen == "::" ? "127.0.0.1" : gateway.options.listen

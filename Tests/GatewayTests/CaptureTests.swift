@@ -119,10 +119,10 @@ import Testing
         let (emulator, gateway, server, base) = try await gateway(dir)
         defer { server.cancel() }
         emulator.refuseShots("Card full")
-        let r = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "\(base)/api/v1/cameras/cam0/capture"], timeout: 30)
+        let r = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "\(base)/api/v1/cameras/cam0/capture"], timeout: 30)
         #expect(r.output.hasSuffix("\n409"), "\(r.output)")
         #expect(r.output.contains("Card full"), "\(r.output)")
-        let bad = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-d", #"{"autofocus": "yes"}"#,
+        let bad = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"autofocus": "yes"}"#,
                                                  "\(base)/api/v1/cameras/cam0/capture"], timeout: 30)
         #expect(bad.output.hasSuffix("\n400"), "\(bad.output)")
         #expect(gateway.captures(camera: "cam0").isEmpty)

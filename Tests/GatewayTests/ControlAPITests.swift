@@ -104,12 +104,12 @@ func jsonBody(_ response: TestResponse) -> Any? {
                 #expect((wb?["choices"] as? [String])?.contains("tungsten") == true)
                 #expect(wb?["writable"] as? Bool == true)
             }
-            try await client.execute(uri: "/api/v1/cameras/cam0/properties/whiteBalance", method: .put,
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/whiteBalance", method: .put, headers: [.contentType: "application/json"],
                                      body: ByteBuffer(string: #"{"value": "tungsten"}"#)) { r in
                 #expect(r.status == .ok)
             }
             #expect(model.emulator.calls.filter { $0.method == "setWhiteBalance" }.map(\.params) == [#"["Incandescent",false,-1]"#])
-            try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put,
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put, headers: [.contentType: "application/json"],
                                      body: ByteBuffer(string: #"{"value": 400}"#)) { r in
                 #expect(r.status == .ok)
             }
@@ -118,7 +118,7 @@ func jsonBody(_ response: TestResponse) -> Any? {
             }
             // A value the camera does not offer: 400 listing the valid ones, nothing sent.
             let setsBefore = model.propertySets.count
-            try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put,
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put, headers: [.contentType: "application/json"],
                                      body: ByteBuffer(string: #"{"value": 123}"#)) { r in
                 #expect(r.status == .badRequest)
                 let o = jsonBody(r) as? [String: Any]
@@ -135,19 +135,19 @@ func jsonBody(_ response: TestResponse) -> Any? {
         let app = Application(router: ControlAPI.buildRouter(model: model))
         try await app.test(.router) { client in
             for body in ["not json", "[1,2]", "{}", #"{"value": true}"#, #"{"value": {"a": 1}}"#, #"{"value": ""}"#] {
-                try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put, body: ByteBuffer(string: body)) { r in
+                try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put, headers: [.contentType: "application/json"], body: ByteBuffer(string: body)) { r in
                     #expect(r.status == .badRequest, "body \(body)")
                 }
             }
-            try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put,
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/iso", method: .put, headers: [.contentType: "application/json"],
                                      body: ByteBuffer(repeating: 0x20, count: 100_000)) { r in
                 #expect(r.status == .contentTooLarge)
             }
-            try await client.execute(uri: "/api/v1/cameras/cam0/properties/colour", method: .put,
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/colour", method: .put, headers: [.contentType: "application/json"],
                                      body: ByteBuffer(string: #"{"value": 1}"#)) { r in
                 #expect(r.status == .notFound)
             }
-            try await client.execute(uri: "/api/v1/cameras/cam0/focus", method: .post, body: ByteBuffer(string: #"{"x": "a"}"#)) { r in
+            try await client.execute(uri: "/api/v1/cameras/cam0/focus", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"x": "a"}"#)) { r in
                 #expect(r.status == .badRequest)
             }
             try await client.execute(uri: "/hls/cam0/..%2F..%2Fetc%2Fpasswd", method: .get) { r in
@@ -167,7 +167,7 @@ func jsonBody(_ response: TestResponse) -> Any? {
         // The emulator accepts only 2500…9900 K in steps of 100: 5550K passes our vocabulary check but
         // the camera refuses it with Illegal Argument (3).
         try await app.test(.router) { client in
-            try await client.execute(uri: "/api/v1/cameras/cam0/properties/whiteBalance", method: .put,
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/whiteBalance", method: .put, headers: [.contentType: "application/json"],
                                      body: ByteBuffer(string: #"{"value": "5550K"}"#)) { r in
                 #expect(r.status == .badGateway)
                 #expect((jsonBody(r) as? [String: Any])?["cameraCode"] as? Int == 3)
@@ -181,10 +181,10 @@ func jsonBody(_ response: TestResponse) -> Any? {
         await model.waitForFrames()
         let app = Application(router: ControlAPI.buildRouter(model: model))
         try await app.test(.router) { client in
-            try await client.execute(uri: "/api/v1/cameras/cam0/focus", method: .post, body: ByteBuffer(string: #"{"x": 80, "y": 180}"#)) { r in
+            try await client.execute(uri: "/api/v1/cameras/cam0/focus", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"x": 80, "y": 180}"#)) { r in
                 #expect(r.status == .ok)
             }
-            try await client.execute(uri: "/api/v1/cameras/cam0/focus", method: .post, body: ByteBuffer(string: #"{"x": 9999, "y": 1}"#)) { r in
+            try await client.execute(uri: "/api/v1/cameras/cam0/focus", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"x": 9999, "y": 1}"#)) { r in
                 #expect(r.status == .badRequest)
             }
         }

@@ -34,7 +34,7 @@ final class GatewayProcess: @unchecked Sendable {  // the Process is only touche
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let out = try FileHandle(forWritingTo: log)
         process.executableURL = URL(fileURLWithPath: livegateBinary()!)
-        process.arguments = ["run", "--http-port", "\(http)", "--rtsp-port", "\(rtsp)", "--no-hls",
+        process.arguments = ["run", "--http-port", "\(http)", "--rtsp-port", "\(rtsp)"] + (args.contains("--hls") ? [] : ["--no-hls"]) + [
                              "--captures", FileManager.default.temporaryDirectory.appendingPathComponent("lg-cap-\(UUID().uuidString)").path] + args
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = out
@@ -64,7 +64,8 @@ final class GatewayProcess: @unchecked Sendable {  // the Process is only touche
 /// GET a URL; the body as text (nil on failure).
 func httpGet(_ url: String, method: String = "GET") async -> (status: Int, body: String)? {
     guard let curl = which("curl"),
-          let r = try? await runProcessAsync(curl, ["-s", "-m", "10", "-X", method, "-w", "\n%{http_code}", url], timeout: 15),
+          let r = try? await runProcessAsync(curl, ["-s", "-m", "10", "-X", method, "-H", "Content-Type: application/json",
+                                                    "-w", "\n%{http_code}", url], timeout: 15),
           r.status == 0 else { return nil }
     var lines = r.output.split(separator: "\n", omittingEmptySubsequences: false)
     let code = Int(lines.popLast() ?? "") ?? 0
@@ -116,6 +117,19 @@ struct ConfigFileTests {
         #expect(specs[1].overlay == nil && specs[1].record == nil)
     }
 
+    @Test func pushTargetsPerCamera() throws {
+        let c = try ConfigFile.parse("""
+            cameras:
+              - {name: a, url: "emulator:sony", push: "rtmp://127.0.0.1:1935/live/a"}
+              - {name: b, url: "emulator:sony", push: ["rtsp://127.0.0.1:8555/b", "srt://127.0.0.1:9000"]}
+            """)
+        #expect(try c.cameraSpecs().map(\.push) == [["rtmp://127.0.0.1:1935/live/a"], ["rtsp://127.0.0.1:8555/b", "srt://127.0.0.1:9000"]])
+        #expect(throws: ConfigError.self) { try ConfigFile.parse("cameras:\n  - {url: \"emulator:sony\", push: \"http://x/y\"}\n") }
+        do { _ = try ConfigFile.parse("cameras:\n  - url: emulator:sony\n    push: \"ftp://x\"\n", file: "f.yaml") } catch {
+            #expect(error.description == "f.yaml:3: cameras[0].push: push URL scheme 'ftp' is not supported; use rtsp://, rtmp:// or srt://")
+        }
+    }
+
     @Test func errorsNameTheLineAndTheKey() {
         func error(_ text: String) -> String {
             do { _ = try ConfigFile.parse(text, file: "f.yaml"); return "no error" } catch { return error.description }
@@ -128,7 +142,7 @@ struct ConfigFileTests {
         #expect(error("cameras:\n  - name: a\n    url: \"sony://\"\n") == "f.yaml:3: cameras[0].url: camera URL 'sony://': missing host")
         #expect(error("cameras:\n  - name: a b\n    url: emulator:sony\n") == "f.yaml:2: cameras[0].name: 'a b' may only use letters, digits, '-' and '_'")
         #expect(error("cameras:\n  - name: a\n") == "f.yaml:2: cameras[0] has no 'url'")
-        #expect(error("cameras:\n  - url: emulator:sony\n    colour: red\n") == "f.yaml:3: cameras[0].colour: unknown key; known keys: name, url, overlay, record")
+        #expect(error("cameras:\n  - url: emulator:sony\n    colour: red\n") == "f.yaml:3: cameras[0].colour: unknown key; known keys: name, url, overlay, record, push")
         #expect(error("httpPort: [8080\nfps: 3\n").hasPrefix("f.yaml:2: not valid YAML: while parsing a flow sequence"))
         #expect(error("- a\n- b\n") == "f.yaml:1: the file must be a mapping of keys (listen:, cameras: …)")
     }

@@ -49,11 +49,11 @@ import Vendors
         let caps = try #require(obj["capabilities"] as? [String: Bool], "\(summary.output)")
         #expect(caps["liveView"] == true && caps["touchAF"] == false && caps["shutter"] == false, "\(caps)")
         #expect(obj["properties"] as? [String] == ["whiteBalance"])
-        let focus = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-d", #"{"x": 10, "y": 10}"#,
+        let focus = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"x": 10, "y": 10}"#,
                                                    "\(base)/api/v1/cameras/cam0/focus"], timeout: 10)
         #expect(focus.output.hasSuffix("\n501"), "\(focus.output)")
         #expect(focus.output.contains("fixed-focus"), "\(focus.output)")
-        let capture = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "\(base)/api/v1/cameras/cam0/capture"],
+        let capture = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "\(base)/api/v1/cameras/cam0/capture"],
                                      timeout: 10)
         #expect(capture.output.hasSuffix("\n501") && capture.output.contains("shutter"), "\(capture.output)")
         server.cancel()

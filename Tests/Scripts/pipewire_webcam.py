@@ -1,34 +1,40 @@
 #!/usr/bin/env python3
 """A private PipeWire session and a webcam consumer, for testing livegate's virtual camera.
 
-Python 3.11 standard library only; runs Debian's dbus-daemon, pipewire, wireplumber, pw-dump and
-gst-launch-1.0 (gstreamer1.0-pipewire, -tools, -plugins-base).  Works as root as it is.
+Python 3.11 standard library only; runs Debian's dbus-daemon, pipewire, wireplumber, pw-cli,
+pw-dump and gst-launch-1.0 (gstreamer1.0-pipewire, -tools, -plugins-base).  Works as root as is.
 
-    pipewire_webcam.py daemon --dir DIR
-        DIR (mode 700) becomes XDG_RUNTIME_DIR; starts dbus-daemon, pipewire and wireplumber
-        (logs in DIR/*.log), prints one JSON line with the env a client needs, then runs until
-        SIGTERM/SIGINT/SIGHUP or until stdin (when it is a pipe, socket or tty) closes, and stops
-        its children.  Exit 2 with the tail of the failing log when one does not start or dies.
-    pipewire_webcam.py read --node NAME [--frames N] [--timeout S] [--dir DIR]
-        Reads N buffers from the node; prints {"frames", "width", "height", "format",
-        "frames_detail": [{"mean", "md5"}...]}; mean and md5 are of the frame turned into GRAY8
-        (visible pixels only).  Exit 0 with N frames, 1 with fewer (timeout or error).
-    pipewire_webcam.py nodes [--node NAME --timeout S] [--dir DIR]
-        Prints a JSON list of the Video/Source nodes: id, node.name, media.class, media.role,
-        state.  With --node it waits up to S seconds for that node (exit 1 if it never shows).
+  pipewire_webcam.py daemon --dir DIR
+      DIR (mode 700) becomes XDG_RUNTIME_DIR; starts dbus-daemon, pipewire and wireplumber (logs
+      in DIR/*.log), prints one JSON line with the env a client needs, then runs until
+      SIGTERM/SIGINT/SIGHUP or until its stdin (a pipe, socket or tty) closes, and stops its
+      children.  Exit 2, with the tail of the failing log, if one does not start or dies.
+  pipewire_webcam.py read --node NAME [--frames N] [--timeout S] [--dir DIR]
+      Waits for the node, reads N buffers from it and prints {"frames", "width", "height",
+      "format" (the node's raw format), "frames_detail": [{"mean", "md5"}...], "seconds"} and
+      "error" when short; mean (0-255) and md5 are of the frame as GRAY8, visible pixels only.
+      Exit 0 with N frames, 1 with fewer (node missing, timeout or error).
+  pipewire_webcam.py nodes [--node NAME --timeout S] [--dir DIR]
+      Prints a JSON list of the Video/Source nodes: id, node.name, media.class, media.role,
+      state.  With --node, waits up to S seconds for that one (exit 1 if it never shows).
 
-read and nodes take the env printed by daemon, or --dir DIR (the daemon's DIR) instead.
+read and nodes use the env printed by daemon, or --dir DIR (the daemon's DIR) in its place.
+
+Seen with PipeWire 0.3.65 / WirePlumber 0.4.13: when the element before pipewiresink
+mode=provide writes into the sink's own buffer pool (videotestsrc straight into it), a consumer
+that comes while the node is "idle" (the last one left < 5 s ago, before WirePlumber suspends
+it) often gets no buffer at all.  `identity drop-allocation=true` before the sink, or the stream
+property node.pause-on-idle=false, avoids it; a consumer can also wait for state "suspended".
 """
-import argparse, ctypes, hashlib, json, os, re, select, shutil, signal, stat, subprocess, sys
-import tempfile, time
+import argparse, ctypes, hashlib, json, os, re, select, signal, stat, subprocess, sys, tempfile
+import time
 
-PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def die_with_parent():
-    """preexec_fn: a child gets SIGKILL if this script dies, even by SIGKILL (no orphans)."""
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    """preexec_fn: the child gets SIGKILL when this script dies, even by SIGKILL (no orphans)."""
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
 
 
 def client_env(d):
@@ -42,33 +48,18 @@ def tail(path, n=25):
         with open(path, errors="replace") as f:
             return "".join(f.readlines()[-n:])
     except OSError as e:
-        return f"({e})"
-
-
-def pw_dump(env, timeout=5.0):
-    """All PipeWire objects as pw-dump's JSON list, or None when PipeWire does not answer."""
-    try:
-        r = subprocess.run(["pw-dump"], env=env, capture_output=True, timeout=timeout)
-        return json.loads(r.stdout) if r.returncode == 0 else None
-    except (subprocess.TimeoutExpired, ValueError):
-        return None
+        return f"({e})\n"
 
 
 # ---------------------------------------------------------------------------------------- daemon
-class Failed(Exception):
-    def __init__(self, name, why):
-        super().__init__(f"{name}: {why}")
-        self.name = name
-
-
 class Session:
     """dbus-daemon, pipewire and wireplumber for one runtime dir, each logging to DIR/NAME.log."""
 
     def __init__(self, d):
-        self.d, self.children = d, []  # children: (name, Popen)
+        self.d, self.children, self.current = d, [], "dbus"  # children: (name, Popen)
         self.env = dict(os.environ, **client_env(d))
-        # WirePlumber keeps restore state under XDG_STATE_HOME and reads XDG_CONFIG_HOME: both
-        # stay inside DIR, so a run neither sees the user's files nor leaves any in $HOME.
+        # WirePlumber keeps restore state in XDG_STATE_HOME and reads XDG_CONFIG_HOME: both stay
+        # inside DIR, so a run neither sees the user's files nor leaves any in $HOME.
         self.env.update(XDG_STATE_HOME=os.path.join(d, "state"),
                         XDG_CONFIG_HOME=os.path.join(d, "config"))
 
@@ -76,6 +67,7 @@ class Session:
         return os.path.join(self.d, f"{name}.log")
 
     def start(self, name, argv, stdout=None):
+        self.current = name
         with open(self.log(name), "wb") as f:
             p = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stderr=f,
                                  stdout=stdout or f, start_new_session=True,
@@ -83,50 +75,52 @@ class Session:
         self.children.append((name, p))
         return p
 
-    def wait_until(self, name, p, ready, timeout=10.0):
+    def wait_until(self, p, ready, timeout=10.0):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if p.poll() is not None:
-                raise Failed(name, f"exited with code {p.returncode} while starting")
+                raise RuntimeError(f"exited with code {p.returncode} while starting")
             if ready():
                 return
             time.sleep(0.1)
-        raise Failed(name, f"not ready after {timeout:.0f} s")
+        raise RuntimeError(f"not ready after {timeout:g} s")
+
+    def pw_cli(self, *args):
+        return subprocess.run(["pw-cli", *args], env=self.env, capture_output=True, text=True,
+                              timeout=5)
 
     def start_all(self):
         # 1. A session bus: WirePlumber exits at once without one, and then nothing links nodes.
-        #    --print-address writes the address once the bus listens: that is the readiness.
+        #    --print-address prints the address once the bus listens: that is the readiness.
         bus = self.start("dbus", ["dbus-daemon", "--session", "--nofork", "--print-address=1",
                                   "--address=" + self.env["DBUS_SESSION_BUS_ADDRESS"]],
                          stdout=subprocess.PIPE)
         if not select.select([bus.stdout], [], [], 10)[0] or not bus.stdout.readline():
-            raise Failed("dbus", "dbus-daemon did not print its address")
+            raise RuntimeError("dbus-daemon did not print its address")
         # 2. PipeWire itself: ready when its socket answers a core query.
         pw = self.start("pipewire", ["pipewire"])
-        self.wait_until("pipewire", pw, lambda: os.path.exists(os.path.join(self.d, "pipewire-0"))
-                        and subprocess.run(["pw-cli", "info", "0"], env=self.env,
-                                           capture_output=True, timeout=5).returncode == 0)
+        self.wait_until(pw, lambda: os.path.exists(os.path.join(self.d, "pipewire-0"))
+                        and self.pw_cli("info", "0").returncode == 0)
         # 3. WirePlumber, the session manager that links a consumer to its target-object: ready
-        #    once it has made the "default" metadata object (just before its policy scripts load).
+        #    once it has made the "default" metadata (pw-dump leaves that one out: ask pw-cli);
+        #    its policy scripts load right after.
         wp = self.start("wireplumber", ["wireplumber"])
-        #    (pw-dump leaves that object out: ask pw-cli.)
-        self.wait_until("wireplumber", wp, lambda: 'metadata.name = "default"' in subprocess.run(
-            ["pw-cli", "ls", "Metadata"], env=self.env, capture_output=True, text=True,
-            timeout=5).stdout)
+        self.wait_until(wp, lambda: 'metadata.name = "default"' in self.pw_cli("ls", "Metadata").stdout)
         time.sleep(0.3)
-
-    def dead(self):
-        return next(((n, p) for n, p in self.children if p.poll() is not None), None)
 
     def stop_all(self):
         for _, p in reversed(self.children):  # wireplumber, then pipewire, then the bus
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(3)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            p.terminate()
+            try:
+                p.wait(3)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def fail(self, name, why):
+        print(f"pipewire_webcam daemon: {name}: {why}\n--- tail of {self.log(name)}:\n"
+              f"{tail(self.log(name))}", end="", file=sys.stderr, flush=True)
+        return 2
 
 
 def daemon(args):
@@ -141,33 +135,35 @@ def daemon(args):
     try:  # `finally` stops the children however we leave: error, signal or stdin closed
         try:
             s.start_all()
-        except (Failed, OSError, subprocess.TimeoutExpired) as e:
-            name = getattr(e, "name", (s.children or [("dbus",)])[-1][0])
-            print(f"pipewire_webcam daemon: {e}\n--- tail of {s.log(name)}:\n"
-                  f"{tail(s.log(name))}", file=sys.stderr)
-            return 2
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+            return s.fail(s.current, e)
         print(json.dumps(client_env(d)), flush=True)
-        # 4. Run until told to stop.  stdin is watched only when it is a pipe, socket or tty:
+        # 4. Run until told to stop.  stdin is watched only if it is a pipe, socket or tty:
         #    /dev/null (a background job, CI without stdin) would read as closed at once.
         mode = os.fstat(0).st_mode
         watch = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(0)
-        while not (watch and select.select([0], [], [], 0.5)[0] and not os.read(0, 4096)):
+        while True:
             if not watch:
                 time.sleep(0.5)
-            if dead := s.dead():
-                print(f"pipewire_webcam daemon: {dead[0]} died (code {dead[1].returncode})\n"
-                      f"--- tail of {s.log(dead[0])}:\n{tail(s.log(dead[0]))}", file=sys.stderr)
-                return 2
-        return 0
+            elif select.select([0], [], [], 0.5)[0] and not os.read(0, 4096):
+                return 0  # stdin closed: the test is gone
+            for name, p in s.children:
+                if p.poll() is not None:
+                    return s.fail(name, f"died (exit code {p.returncode})")
     finally:
         s.stop_all()
 
 
 # ----------------------------------------------------------------------------------------- nodes
 def video_sources(env):
-    """The Video/Source nodes with the properties the test asserts."""
+    """The Video/Source nodes with the properties the test asserts ([] if PipeWire is silent)."""
+    try:
+        r = subprocess.run(["pw-dump"], env=env, capture_output=True, timeout=5)
+        objects = json.loads(r.stdout) if r.returncode == 0 else []
+    except (subprocess.TimeoutExpired, ValueError):
+        objects = []
     found = []
-    for o in pw_dump(env) or []:
+    for o in objects:
         info = o.get("info") or {}
         props = info.get("props") or {}
         if o.get("type", "").endswith(":Node") and props.get("media.class") == "Video/Source":
@@ -178,7 +174,7 @@ def video_sources(env):
 
 
 def wait_for_node(env, name, timeout):
-    """video_sources(), polled until one is called `name` (when given) or timeout passes."""
+    """video_sources(), polled until one is called `name` (if given) or the timeout passes."""
     end = time.monotonic() + timeout
     while True:
         found = video_sources(env)
@@ -194,15 +190,15 @@ def nodes(args, env):
 
 
 # ------------------------------------------------------------------------------------------ read
-CAPS_RE = re.compile(r"pipewiresrc0\.GstPad:src: caps = video/x-raw, (.*)")
-
-
 def run_gst(argv, env, timeout):
-    """gst-launch's output; on timeout it is stopped like Ctrl-C would (it then leaves PipeWire
-    cleanly), and killed if that does not end it."""
-    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, errors="replace",
-                         preexec_fn=die_with_parent)
+    """gst-launch's output.  On timeout it is stopped as by Ctrl-C, so that it leaves PipeWire
+    cleanly, and killed if that does not end it."""
+    try:
+        p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, errors="replace",
+                             preexec_fn=die_with_parent)
+    except OSError as e:
+        return str(e)
     try:
         return p.communicate(timeout=max(timeout, 0.1))[0]
     except subprocess.TimeoutExpired:
@@ -225,13 +221,13 @@ def read(args, env):
         # 2. Read N buffers.  -v prints the node's own caps (on pipewiresrc's pad); each frame is
         #    turned into GRAY8 (luma) and written to a file of its own, so mean and md5 need no
         #    image library.
-        tmp = tempfile.mkdtemp(prefix="pwcam-read-")
-        try:
+        with tempfile.TemporaryDirectory(prefix="pwcam-read-") as tmp:
             out = run_gst(["gst-launch-1.0", "-v", "pipewiresrc", f"target-object={args.node}",
                            f"num-buffers={args.frames}", "!", "videoconvert", "!",
                            "video/x-raw,format=GRAY8", "!", "multifilesink",
                            f"location={tmp}/f%06d.raw"], env, args.timeout - (time.monotonic() - t0))
-            caps = dict(re.findall(r"(\w+)=\(\w+\)([^,\s]+)", (CAPS_RE.findall(out) or [""])[-1]))
+            caps = re.findall(r"pipewiresrc0\.GstPad:src: caps = video/x-raw, (.*)", out)
+            caps = dict(re.findall(r"(\w+)=\(\w+\)([^,\s]+)", caps[-1] if caps else ""))
             w, h = int(caps.get("width", 0)), int(caps.get("height", 0))
             res.update(width=w, height=h, format=caps.get("format"))
             stride = (w + 3) & ~3  # GStreamer pads GRAY8 rows to 4 bytes
@@ -242,8 +238,6 @@ def read(args, env):
                     data = b"".join(data[r * stride:r * stride + w] for r in range(h))
                 res["frames_detail"].append({"mean": round(sum(data) / max(len(data), 1), 2),
                                              "md5": hashlib.md5(data).hexdigest()})
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
         res["frames"] = len(res["frames_detail"])
         if res["frames"] < args.frames:
             res["error"] = "timeout or error; gst-launch said: " + " | ".join(
@@ -254,10 +248,10 @@ def read(args, env):
 
 
 def main():
-    # A test runner may start us with signals blocked or ignored: undo that (children inherit it).
+    # A test runner may start us with signals blocked: undo that (children inherit the mask).
     signal.pthread_sigmask(signal.SIG_UNBLOCK, set(signal.Signals))
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, lambda *_: sys.exit(0))  # unwinds through daemon's `finally`
+        signal.signal(s, lambda *_: sys.exit(0))  # unwinds through the `finally` blocks
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("daemon").add_argument("--dir", required=True)
@@ -265,11 +259,11 @@ def main():
     r.add_argument("--node", required=True)
     r.add_argument("--frames", type=int, default=30)
     r.add_argument("--timeout", type=float, default=15)
-    r.add_argument("--dir")
     n = sub.add_parser("nodes")
     n.add_argument("--node")
     n.add_argument("--timeout", type=float, default=0)
-    n.add_argument("--dir")
+    for p in (r, n):
+        p.add_argument("--dir", help="the daemon's DIR, instead of its env")
     args = ap.parse_args()
     if args.cmd == "daemon":
         return daemon(args)

@@ -107,6 +107,8 @@ typedef void (*lg_media_callback)(GstRTSPMedia *media, gpointer user);
 GstRTSPServer *lg_rtsp_server_new(const char *address, const char *service);
 /// Attaches the server to `context`; returns the source id (0 on failure, e.g. port in use).
 guint lg_rtsp_server_attach(GstRTSPServer *server, GMainContext *context);
+/// Every mount then needs `user` / `password` (Basic or Digest); call before mounting.
+void lg_rtsp_server_require_credentials(GstRTSPServer *server, const char *user, const char *password);
 int lg_rtsp_server_bound_port(GstRTSPServer *server);
 /// Creates a factory (shared or one media per client) for a launch string, connects media-configure, mounts it at `path`.
 GstRTSPMediaFactory *lg_rtsp_mount(GstRTSPServer *server, const char *path, const char *launch,

@@ -1,0 +1,136 @@
+import Foundation
+@testable import Gateway
+import Testing
+
+/// curl with extra arguments; the status code (0 when curl failed) and the body.
+func curl(_ args: [String]) async -> (status: Int, body: String) {
+    guard let curl = which("curl"),
+          let r = try? await runProcessAsync(curl, ["-s", "-m", "5", "-w", "\n%{http_code}"] + args, timeout: 10) else { return (0, "") }
+    var lines = r.output.split(separator: "\n", omittingEmptySubsequences: false)
+    let code = Int(lines.popLast() ?? "") ?? 0
+    return (code, lines.joined(separator: "\n"))
+}
+
+@Suite("Access policy")
+struct AccessPolicyTests {
+    @Test func hostsThatNameThisMachineOnly() {
+        let p = AccessPolicy(allowedHosts: ["studio.example"])
+        for ok in ["127.0.0.1:8080", "localhost:8080", "localhost", "[::1]:8080", "192.168.1.20:8080", "STUDIO.example:8080"] {
+            #expect(p.hostAllowed(ok), "\(ok)")
+        }
+        for bad in ["evil.example", "evil.example:8080", "127.0.0.1.evil.example", "1.2.3.999", "", "localhost.evil.example:80"] {
+            #expect(!p.hostAllowed(bad), "\(bad)")
+        }
+        #expect(!p.hostAllowed(nil))
+    }
+
+    @Test func tokensCompareWholly() {
+        #expect(AccessPolicy.constantTimeEqual("abcdefghijklmnop", "abcdefghijklmnop"))
+        #expect(!AccessPolicy.constantTimeEqual("abcdefghijklmnop", "abcdefghijklmnoq"))
+        #expect(!AccessPolicy.constantTimeEqual("abcdefghijklmnop", "abcdefghijklmno"))
+        #expect(!AccessPolicy.constantTimeEqual("", "a"))
+        let t = AccessPolicy.generateToken()
+        #expect(t.count == 43 && t.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }, "\(t)")
+        #expect(t != AccessPolicy.generateToken())
+    }
+
+    @Test func loopbackAddresses() {
+        for a in ["127.0.0.1", "127.1.2.3", "::1", "localhost"] { #expect(AccessPolicy.isLoopback(a)) }
+        for a in ["0.0.0.0", "::", "192.168.1.2", "10.0.0.1"] { #expect(!AccessPolicy.isLoopback(a)) }
+    }
+}
+
+@Suite("Access control", .serialized)
+struct AccessControlTests {
+    @Test(.enabled(if: livegateBinary() != nil, "needs the livegate binary"))
+    func theLANNeedsAToken() async throws {
+        let r = try await runProcessAsync("/usr/bin/env", ["-u", "LIVEGATE_TOKEN", livegateBinary()!, "run", "--listen", "0.0.0.0",
+                                                           "--http-port", "\(try freePort())", "--rtsp-port", "\(try freePort())"], timeout: 20)
+        #expect(r.status != 0)
+        #expect(r.output.contains("Error: --listen 0.0.0.0 serves every camera to the network, so a token is required"), "\(r.output)")
+        let short = try await runProcessAsync(livegateBinary()!, ["run", "--token", "short"], timeout: 20)
+        #expect(short.status != 0 && short.output.contains("--token must be at least 16 printable characters"), "\(short.output)")
+        let made = try await runProcessAsync(livegateBinary()!, ["token"], timeout: 20)
+        #expect(made.status == 0 && made.output.trimmingCharacters(in: .whitespacesAndNewlines).count == 43, "\(made.output)")
+    }
+
+    @Test(.enabled(if: livegateBinary() != nil && which("curl") != nil && which("ffprobe") != nil, "needs the livegate binary, curl and ffprobe"))
+    func everyEndpointNeedsTheTokenAndRTSPItsPassword() async throws {
+        let token = AccessPolicy.generateToken()
+        let gw = try GatewayProcess(["--hls"], environment: ["LIVEGATE_TOKEN": token])
+        #expect(await gw.waitReady(), "\(gw.output)")
+        let base = gw.api
+        let bearer = ["-H", "Authorization: Bearer \(token)"]
+        let gets = ["/", "/api/v1/cameras", "/api/v1/cameras/cam0", "/api/v1/cameras/cam0/properties", "/metrics",
+                    "/hls/cam0/index.m3u8", "/snapshot/cam0.jpg", "/api/v1/cameras/cam0/captures"]
+        for path in gets {
+            let without = await curl([base + path])
+            #expect(without.status == 401, "GET \(path) without the token: \(without.status)")
+            let wrong = await curl(["-H", "Authorization: Bearer \(token.dropLast())x", base + path])
+            #expect(wrong.status == 401, "GET \(path) with a wrong token: \(wrong.status)")
+            let with = await curl(bearer + ["-o", "/dev/null", base + path])
+            #expect(with.status != 401 && with.status != 0, "GET \(path) with the token: \(with.status)")
+        }
+        // Streams that keep going: the headers tell.
+        for path in ["/mjpeg/cam0", "/api/v1/events"] {
+            #expect(await curl(["-m", "2", base + path]).status == 401, "\(path)")
+            #expect(await curl(bearer + ["-m", "2", "-o", "/dev/null", base + path]).status == 200, "\(path) with the token")
+            #expect(await curl(["-m", "2", "-o", "/dev/null", base + path + "?token=\(token)"]).status == 200, "\(path)?token=")
+        }
+        let whep = await curl(["-X", "POST", "-H", "Content-Type: application/sdp", "--data-binary", "v=0", base + "/whep/cam0"])
+        #expect(whep.status == 401)
+        let reload = await curl(["-X", "POST", "-H", "Content-Type: application/json", base + "/api/v1/reload"])
+        #expect(reload.status == 401)
+        // The page opened with ?token= keeps it in a same-site cookie for its own requests.
+        let jar = FileManager.default.temporaryDirectory.appendingPathComponent("lg-jar-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: jar) }
+        let page = await curl(["-c", jar, base + "/?token=\(token)"])
+        #expect(page.status == 200 && page.body.contains("<html"), "\(page.status)")
+        let jarText = (try? String(contentsOfFile: jar, encoding: .utf8)) ?? ""
+        #expect(jarText.contains("livegate_token") && jarText.contains("#HttpOnly"), "\(jarText)")
+        #expect(await curl(["-b", jar, base + "/api/v1/cameras"]).status == 200)
+
+        // RTSP: user livegate with the token as password.
+        let ffprobe = which("ffprobe")!
+        let noAuth = try await runProcessAsync(ffprobe, ["-v", "error", "-rtsp_transport", "tcp", "rtsp://127.0.0.1:\(gw.rtsp)/cam0/raw"], timeout: 20)
+        #expect(noAuth.status != 0 && noAuth.output.contains("401"), "\(noAuth.output)")
+        let badAuth = try await runProcessAsync(ffprobe, ["-v", "error", "-rtsp_transport", "tcp",
+                                                          "rtsp://livegate:nope@127.0.0.1:\(gw.rtsp)/cam0/raw"], timeout: 20)
+        #expect(badAuth.status != 0, "\(badAuth.output)")
+        for mount in ["cam0/raw", "cam0"] {
+            let ok = try await runProcessAsync(ffprobe, ["-v", "error", "-rtsp_transport", "tcp", "-show_entries", "stream=codec_name",
+                                                         "-of", "csv=p=0", "rtsp://livegate:\(token)@127.0.0.1:\(gw.rtsp)/\(mount)"], timeout: 20)
+            #expect(ok.status == 0 && (ok.output.contains("mjpeg") || ok.output.contains("h264")), "\(mount): \(ok.output)")
+        }
+        #expect(!gw.output.contains(token), "the log must never show the token")
+        await gw.stop()
+    }
+
+    @Test(.enabled(if: livegateBinary() != nil && which("curl") != nil, "needs the livegate binary and curl"))
+    func foreignHostsOriginsAndSimpleRequestsAreRefused() async throws {
+        let gw = try GatewayProcess([])
+        #expect(await gw.waitReady(), "\(gw.output)")
+        let base = gw.api
+        let json = ["-H", "Content-Type: application/json"]
+        let put = ["-X", "PUT", "--data", #"{"value": "tungsten"}"#, base + "/api/v1/cameras/cam0/properties/whiteBalance"]
+        // DNS rebinding: a name that is not this machine.
+        let rebinding = await curl(["-H", "Host: evil.example", base + "/api/v1/cameras"])
+        #expect(rebinding.status == 421, "\(rebinding)")
+        #expect(await curl(["-H", "Host: evil.example:\(gw.http)"] + json + put).status == 421)
+        // A page on another site: refused even with a JSON type.
+        let foreign = await curl(["-H", "Origin: http://evil.example"] + json + put)
+        #expect(foreign.status == 403, "\(foreign)")
+        // CORS-simple requests (a form, a no-CORS fetch) cannot change anything.
+        let form = await curl(["-X", "POST", "-H", "Content-Type: text/plain", "--data", "{}", base + "/api/v1/cameras/cam0/capture"])
+        #expect(form.status == 415, "\(form)")
+        let bare = await curl(["-X", "POST", base + "/api/v1/cameras/cam0/capture"])
+        #expect(bare.status == 415, "\(bare)")
+        // This machine's own names work, and the page's own origin may change things.
+        #expect(await curl([base + "/api/v1/cameras"]).status == 200)
+        #expect(await curl(["http://localhost:\(gw.http)/api/v1/cameras"]).status == 200)
+        let same = await curl(["-H", "Origin: http://127.0.0.1:\(gw.http)"] + json + put)
+        #expect(same.status == 200, "\(same)")
+        #expect(await curl(["-o", "/dev/null", "-D", "-", base + "/whep/cam0", "-X", "OPTIONS"]).body.contains("Access-Control-Allow-Origin") == false)
+        await gw.stop()
+    }
+}
