@@ -7,6 +7,7 @@ public final class DriverStats: Sendable {
     private let bytesCount = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
     private let reconnectCount = Atomic<Int>(0)
+    private let afUnmatchedCount = Atomic<Int>(0)
     private let lastFrameNanos = Atomic<UInt64>(0)
     private let firstFrameNanos = Atomic<UInt64>(0)
     private let windowStart = Atomic<UInt64>(0)
@@ -34,6 +35,9 @@ public final class DriverStats: Sendable {
 
     /// Counts a damaged or incomplete frame that was dropped.
     public func dropped(_ n: Int = 1) { droppedCount.wrappingAdd(n, ordering: .relaxed) }
+    /// Counts frames that waited for their AF information and went out without it.
+    public func afUnmatched(_ n: Int) { afUnmatchedCount.wrappingAdd(n, ordering: .relaxed) }
+    public var afUnmatched: Int { afUnmatchedCount.load(ordering: .relaxed) }
     /// Counts a reconnect.
     public func reconnected() { reconnectCount.wrappingAdd(1, ordering: .relaxed) }
 

@@ -14,10 +14,11 @@ struct SonySetup {
     let hub: FrameHub
     let collector: FrameCollector
 
-    static func make(fps: Double = 30, start: Bool = true) async throws -> SonySetup {
+    static func make(fps: Double = 30, start: Bool = true,
+                     order: SonyEmulator.FrameInfoOrder = .before) async throws -> SonySetup {
         let group = MultiThreadedEventLoopGroup.singleton
         let source = try TestPatternSource(width: 320, height: 240)
-        let emulator = SonyEmulator(port: 0, fps: fps, source: source, group: group)
+        let emulator = SonyEmulator(port: 0, fps: fps, source: source, group: group, frameInfoOrder: order)
         let port = try await emulator.start()
         var logger = Logger(label: "test.sony")
         logger.logLevel = .warning
@@ -78,6 +79,39 @@ struct SonySetup {
         #expect(abs(Double(a.x + a.width) - expected.x2 * 320) <= 1.5)
         #expect(abs(Double(a.y + a.height) - expected.y2 * 240) <= 1.5)
         #expect(first.af[0].kind == .contrastAF)
+    }
+
+    /// Whatever order the camera sends frame information and JPEGs in, each frame's box is its own
+    /// (the test pattern's counter names the frame; its box is known for every frame number).
+    @Test(arguments: ["before", "after", "alternate"])
+    func afBoxesBelongToTheirOwnFrameInEitherOrder(order: String) async throws {
+        let o: SonyEmulator.FrameInfoOrder = order == "after" ? .after : order == "alternate" ? .alternate : .before
+        let s = try await SonySetup.make(order: o)
+        #expect(await s.collector.wait(for: 90, seconds: 20))
+        await s.shutdown()
+        let pattern = try TestPatternSource(width: 320, height: 240)
+        let decoder = try JPEGDecoder()
+        var withBox = 0, inPlace = 0
+        for f in s.collector.all.dropFirst(2) where !f.af.isEmpty {
+            let pic = I420Picture(width: 16, height: 16)
+            try f.bytes.withUnsafeBytes { try decoder.decode($0, into: pic) }
+            guard let n = TestPattern.readCounter(from: pic, patternWidth: pic.width, patternHeight: pic.height) else { continue }
+            withBox += 1
+            let e = pattern.frame(index: n).afBox, a = f.af[0].pixels
+            if abs(Double(a.x) - e.x1 * 320) <= 1 && abs(Double(a.y) - e.y1 * 240) <= 1 { inPlace += 1 }
+        }
+        #expect(withBox >= 80, "\(order): \(withBox) frames with a box")
+        #expect(Double(inPlace) >= Double(withBox) * 0.99, "\(order): \(inPlace) of \(withBox) boxes in place")
+        #expect(s.driver.stats.afUnmatched == 0, "every frame's information came")
+    }
+
+    @Test func aMissingFrameInformationIsCountedAndCostsOnlyThatFrame() async throws {
+        let s = try await SonySetup.make(order: .missingEvery(10))
+        #expect(await s.collector.wait(for: 60, seconds: 20))
+        await s.shutdown()
+        #expect(s.driver.stats.afUnmatched >= 4, "every 10th frame has no 0x02: \(s.driver.stats.afUnmatched) counted")
+        let bare = s.collector.all.dropFirst(2).filter { $0.af.isEmpty }.count
+        #expect(bare >= 4 && bare <= s.collector.all.count / 10 + 2, "\(bare) of \(s.collector.all.count) frames without a box")
     }
 
     @Test func whiteBalanceTungstenIsOneSetWhiteBalanceWithSonysValue() async throws {

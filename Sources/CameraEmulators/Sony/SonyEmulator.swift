@@ -20,8 +20,24 @@ public final class SonyEmulator: CameraEmulator, @unchecked Sendable {
     private let channelBox = Locked<(any Channel)?>(nil)
     let logger: Logger
 
+    /// Where the 0x02 frame information goes relative to the JPEG it describes (sony.md §1.3 leaves
+    /// it open; cameras differ).
+    public enum FrameInfoOrder: Sendable {
+        /// Information, then its JPEG (the default).
+        case before
+        /// The JPEG, then its information, in a write of its own.
+        case after
+        /// Before and after in turn, frame by frame.
+        case alternate
+        /// Before, but every `n`-th frame gets none.
+        case missingEvery(Int)
+    }
+    public let frameInfoOrder: FrameInfoOrder
+
     public init(host: String = "127.0.0.1", port: Int = 0, fps: Double = 30, source: any EmulatorFrameSource,
-                group: any EventLoopGroup, logger: Logger = Logger(label: "livegate.emulator.sony")) {
+                group: any EventLoopGroup, frameInfoOrder: FrameInfoOrder = .before,
+                logger: Logger = Logger(label: "livegate.emulator.sony")) {
+        self.frameInfoOrder = frameInfoOrder
         self.host = host
         self.requestedPort = port
         self.fps = fps

@@ -120,18 +120,34 @@ final class SonyEmulatorHandler: ChannelInboundHandler, @unchecked Sendable {
         frameIndex += 1
         let ts = UInt32(truncatingIfNeeded: (tickTime - start) / 1_000_000 + 1_000)
         packet.removeAll(keepingCapacity: true)
-        if emulator.state.settings.frameInfo {
-            let b = frame.afBox
-            func grid(_ v: Double) -> UInt16 { UInt16(max(0, min(10000, (v * 10000).rounded()))) }
-            let rec = SonyRemoteFrameRecord(
-                x1: grid(b.x1), y1: grid(b.y1), x2: grid(b.x2), y2: grid(b.y2),
-                category: 1, status: frame.focused ? 4 : 1, additionalStatus: 1)
-            SonyRemotePacket.appendFrameInfo([rec], seq: seq, timestamp: ts, to: &packet)
+        var after = false
+        var info = emulator.state.settings.frameInfo
+        switch emulator.frameInfoOrder {
+        case .before: break
+        case .after: after = true
+        case .alternate: after = frameIndex % 2 == 0
+        case .missingEvery(let n): if n > 0 && frameIndex % n == 0 { info = false }
         }
+        if info && !after { appendInfo(frame, ts: ts) }
         SonyRemotePacket.appendJPEG(frame.jpeg, seq: seq, timestampMs: ts, to: &packet)
+        if info && after {
+            // The JPEG leaves first, its information in a write of its own.
+            c.write(wrapOutboundOut(.body(.byteBuffer(c.channel.allocator.buffer(bytes: packet)))), promise: nil)
+            packet.removeAll(keepingCapacity: true)
+            appendInfo(frame, ts: ts)
+        }
         seq &+= 1
         emulator.state.countFrame()
         c.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(c.channel.allocator.buffer(bytes: packet)))), promise: nil)
+    }
+
+    private func appendInfo(_ frame: EmulatedFrame, ts: UInt32) {
+        let b = frame.afBox
+        func grid(_ v: Double) -> UInt16 { UInt16(max(0, min(10000, (v * 10000).rounded()))) }
+        let rec = SonyRemoteFrameRecord(
+            x1: grid(b.x1), y1: grid(b.y1), x2: grid(b.x2), y2: grid(b.y2),
+            category: 1, status: frame.focused ? 4 : 1, additionalStatus: 1)
+        SonyRemotePacket.appendFrameInfo([rec], seq: seq, timestamp: ts, to: &packet)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -11,6 +11,7 @@ final class SonyLiveviewHandler: ChannelInboundHandler, @unchecked Sendable {
 
     private var parser = SonyRemoteParser()
     private var scratch: [UInt8] = []
+    private var reportedUnmatched = 0
     private let publisher: FramePublisher
     private let onStatus: @Sendable (Int) -> Void
     private let onFrame: @Sendable () -> Void
@@ -31,6 +32,11 @@ final class SonyLiveviewHandler: ChannelInboundHandler, @unchecked Sendable {
             scratch.removeAll(keepingCapacity: true)
             scratch.append(contentsOf: buf.readableBytesView)
             parser.feed(scratch[...]) { event in self.handle(event) }
+            let unmatched = parser.stats.afUnmatched
+            if unmatched > reportedUnmatched {
+                publisher.stats.afUnmatched(unmatched - reportedUnmatched)
+                reportedUnmatched = unmatched
+            }
         case .end:
             context.close(promise: nil)
         }

@@ -8,6 +8,9 @@ enum FramingStep {
     case damaged(Int, WireIssue, frameLost: Bool)
     /// Consume this many bytes; the frame was written into the `frame` argument.
     case frame(Int)
+    /// Emit the frame written into `frame` (one the format held back) and consume nothing: the
+    /// same bytes are stepped again, now that the held frame is out.
+    case heldFrame
 }
 
 /// A byte-stream container format: looks at the start of a window and decides.
@@ -15,6 +18,8 @@ protocol StreamContainerFormat {
     /// `w` starts at a container boundary (or where resync scanning continues); `offset` is the
     /// absolute stream offset of `w.startIndex`. `needMore` values must stay ≤ `bufferBound`.
     mutating func step(_ w: ArraySlice<UInt8>, offset: Int, frame: inout WireFrame) -> FramingStep
+    /// A frame the format still holds at the end of the input (written into `frame`), if any.
+    mutating func flush(frame: inout WireFrame) -> Bool
     /// The most bytes a `needMore` may ask for.
     var bufferBound: Int { get }
 }
@@ -55,6 +60,11 @@ struct StreamFramer<Format: StreamContainerFormat> {
             // copy the whole array (one heap allocation per frame).
             frame.jpeg = []
             return max(n, 1)
+        case .heldFrame:
+            stats.frames += 1
+            emit(.frame(frame))
+            frame.jpeg = []
+            return 0
         }
     }
 
@@ -112,8 +122,10 @@ struct StreamFramer<Format: StreamContainerFormat> {
         }
     }
 
-    /// End of input: a container still incomplete is reported (never emitted); state is reset.
+    /// End of input: a frame the format held back comes out; a container still incomplete is
+    /// reported (never emitted); state is reset.
     mutating func finish(_ emit: (WireEvent) -> Void) {
+        if format.flush(frame: &frame) { _ = apply(.heldFrame, emit) }
         if !buffer.isEmpty {
             var want = buffer.count + 1
             if case .needMore(let w) = format.step(buffer[...], offset: bufferOffset, frame: &frame) { want = w }
@@ -126,6 +138,11 @@ struct StreamFramer<Format: StreamContainerFormat> {
 }
 
 extension StreamFramer: Sendable where Format: Sendable {}
+
+extension StreamContainerFormat {
+    /// Formats that never hold a frame back.
+    mutating func flush(frame: inout WireFrame) -> Bool { false }
+}
 
 extension StreamFramer {
     /// Absolute offset of the first byte not yet consumed.

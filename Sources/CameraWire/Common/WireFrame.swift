@@ -107,6 +107,9 @@ public struct WireStats: Sendable, Hashable {
     public var issues = 0
     /// Bytes skipped while resynchronising.
     public var skippedBytes = 0
+    /// Frames that waited for their AF information (Sony frame information sent after the JPEG)
+    /// and went out without it because none came before the next frame.
+    public var afUnmatched = 0
     public init() {}
 }
 

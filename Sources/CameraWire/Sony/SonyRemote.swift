@@ -104,14 +104,72 @@ public enum SonyRemotePacket {
 
 struct SonyRemoteFormat: StreamContainerFormat {
     let bufferBound: Int
-    /// Sticky v1.0 records of the latest 0x02 packet.
+    /// v1.0 records of the latest 0x02 packet, with its sequence number and timestamp.
     var records: [SonyRemoteFrameRecord] = []
+    var recordsKey: (seq: UInt16, ts: UInt32)?
     var resyncing = false
+
+    // Which JPEG a 0x02 packet describes is not written down (sony.md §1.3: order, cadence and
+    // whether both types share one counter are UNCONFIRMED). A 0x02 describes the JPEG with its
+    // sequence number or its timestamp, whichever order they come in; a camera whose keys never
+    // agree, or that sends frame information only now and then, gets the sticky reading: the
+    // latest records for every JPEG.
+    /// Some 0x02's key equalled a JPEG's: the keys are meant to match.
+    var keysMatch = false
+    /// 0x02 packets and JPEGs over the recent window (halved every 32 JPEGs).
+    var recentInfos = 0
+    var recentJPEGs = 0
+    /// A JPEG waiting for the 0x02 that follows it (its bytes are in `heldBytes`).
+    struct Held {
+        var seq: UInt16
+        var ts: UInt32
+        var info: JPEGInfo
+        var offset: Int
+    }
+    var held: Held?
+    /// Two buffers, so the one an emitted frame still points into is never written.
+    var heldBytes: ([UInt8], [UInt8]) = ([], [])
+    var heldInFirst = true
+    /// Held JPEGs that went out without their frame information.
+    var afUnmatched = 0
+    /// The latest JPEG's keys (to notice frame information that follows its JPEG).
+    var lastJPEGKey: (seq: UInt16, ts: UInt32)?
 
     init(limits: WireLimits) {
         bufferBound = min(limits.maxContainer, 136 + 0xFF_FFFF + 255)
         records.reserveCapacity(16)
     }
+
+    /// Frame information arrives for (nearly) every JPEG with matching keys: worth waiting for. The
+    /// JPEG being looked at is counted already, its information maybe not yet.
+    var infoPerFrame: Bool { keysMatch && recentJPEGs >= 2 && recentInfos * 10 >= (recentJPEGs - 1) * 9 }
+
+    func matches(seq: UInt16, ts: UInt32) -> Bool {
+        guard let k = recordsKey else { return false }
+        return k.seq == seq || k.ts == ts
+    }
+
+    func areas(width: Int, height: Int) -> [AFArea] {
+        records.map { AFArea(camera: $0.cameraRect, in: .sonyRemote, imageWidth: width, imageHeight: height,
+                             kind: $0.kind, state: $0.state) }
+    }
+
+    /// Writes the held JPEG into `frame` with the current records (`withAF`) or none.
+    mutating func release(into frame: inout WireFrame, withAF: Bool) -> Bool {
+        guard let h = held else { return false }
+        held = nil
+        frame.reset()
+        frame.jpeg = heldInFirst ? heldBytes.0[...] : heldBytes.1[...]
+        frame.jpegOffset = h.offset
+        frame.info = h.info
+        frame.seq = Int64(h.seq)
+        frame.pts = Int64(h.ts) * 1_000_000
+        if withAF { frame.af.append(contentsOf: areas(width: h.info.width, height: h.info.height)) } else { afUnmatched += 1 }
+        heldInFirst.toggle()  // the next JPEG goes into the other buffer
+        return true
+    }
+
+    mutating func flush(frame: inout WireFrame) -> Bool { release(into: &frame, withAF: false) }
 
     mutating func step(_ w: ArraySlice<UInt8>, offset: Int, frame: inout WireFrame) -> FramingStep {
         let b = w.startIndex
@@ -135,22 +193,47 @@ struct SonyRemoteFormat: StreamContainerFormat {
         guard w.count >= total else { return .needMore(total) }
         resyncing = false
         let type = w[b + 1]
+        let seq = w.be16(b + 2)
+        let ts = w.be32(b + 4)
         switch type {
         case 0x01:
+            // A JPEG still waiting goes first, without frame information (none came for it).
+            if held != nil, release(into: &frame, withAF: false) { return .heldFrame }
             let region = w[(b + 136)..<(b + 136 + size)]
             let info: JPEGInfo
             do { info = try JPEGScanner.scan(region) } catch {
                 return .damaged(total, WireIssue(offset: offset + 136, error: .badJPEG(error)), frameLost: true)
             }
+            recentJPEGs += 1
+            if recentJPEGs >= 32 {
+                recentJPEGs /= 2
+                recentInfos /= 2
+            }
+            let matched = matches(seq: seq, ts: ts)
+            if matched { keysMatch = true }
+            lastJPEGKey = (seq, ts)
+            if !matched && infoPerFrame {
+                // Its frame information comes after it: keep the JPEG until then (or the next JPEG).
+                let bytes = w[(b + 136)..<(b + 136 + info.length)]
+                if heldInFirst {
+                    heldBytes.0.removeAll(keepingCapacity: true)
+                    heldBytes.0.append(contentsOf: bytes)
+                } else {
+                    heldBytes.1.removeAll(keepingCapacity: true)
+                    heldBytes.1.append(contentsOf: bytes)
+                }
+                held = Held(seq: seq, ts: ts, info: info, offset: offset + 136)
+                return .skip(total)
+            }
             frame.reset()
             frame.jpeg = w[(b + 136)..<(b + 136 + info.length)]
             frame.jpegOffset = offset + 136
             frame.info = info
-            frame.seq = Int64(w.be16(b + 2))
-            frame.pts = Int64(w.be32(b + 4)) * 1_000_000
-            for r in records {
-                frame.af.append(AFArea(camera: r.cameraRect, in: .sonyRemote, imageWidth: info.width,
-                                       imageHeight: info.height, kind: r.kind, state: r.state))
+            frame.seq = Int64(seq)
+            frame.pts = Int64(ts) * 1_000_000
+            // Matched, or the sticky reading where keys do not match or information is sparse.
+            if matched || !keysMatch || !infoPerFrame {
+                frame.af.append(contentsOf: areas(width: info.width, height: info.height))
             }
             return .frame(total)
         case 0x02:
@@ -158,6 +241,8 @@ struct SonyRemoteFormat: StreamContainerFormat {
                 let count = Int(w.be16(b + 18))
                 let recSize = Int(w.be16(b + 20))
                 records.removeAll(keepingCapacity: true)
+                recordsKey = (seq, ts)
+                recentInfos += 1
                 if recSize >= 11 {
                     let n = min(count, size / recSize)
                     var p = b + 136
@@ -167,6 +252,15 @@ struct SonyRemoteFormat: StreamContainerFormat {
                             category: w[p + 8], status: w[p + 9], additionalStatus: w[p + 10]))
                         p += recSize
                     }
+                }
+                if let h = held, h.seq == seq || h.ts == ts {
+                    keysMatch = true
+                    // The JPEG this describes was waiting: out it goes with its areas; the packet
+                    // is consumed by the `.frame` step.
+                    if release(into: &frame, withAF: true) { return .frame(total) }
+                }
+                if held == nil, let last = lastJPEGKey, last.seq == seq || last.ts == ts {
+                    keysMatch = true  // information after its JPEG: from now on JPEGs wait for it
                 }
             }
             return .skip(total)
@@ -184,8 +278,12 @@ struct SonyRemoteFormat: StreamContainerFormat {
 
 /// Incremental parser for the Sony Camera Remote API liveview body (`sony-remote`).
 ///
-/// Feed any chunking of the HTTP body; frames come out identical. AF boxes are those of the most
-/// recent v1.0 frame-information packet (sticky until the next one; zero records clear them).
+/// Feed any chunking of the HTTP body; frames come out identical. A v1.0 frame-information packet
+/// describes the JPEG with its sequence number or timestamp, before or after it: once the camera
+/// is seen to send one per JPEG with matching keys, a JPEG whose information has not come yet waits
+/// for it until the next JPEG (then goes out without AF, counted in `afUnmatched`). A camera whose
+/// keys never match, or that sends information only now and then, gets the latest records on
+/// every JPEG (sticky; zero records clear them).
 /// Resyncs on `FF` + start code `24 35 68 79` at +8 after damage. Buffer bound: one packet,
 /// at most `min(limits.maxContainer, 136 + 2²⁴ − 1 + 255)` bytes.
 public struct SonyRemoteParser: Sendable {
@@ -200,5 +298,9 @@ public struct SonyRemoteParser: Sendable {
     public mutating func feed(_ chunk: [UInt8], _ emit: (WireEvent) -> Void) { framer.feed(chunk[...], emit) }
     /// End of stream: reports an incomplete trailing packet.
     public mutating func finish(_ emit: (WireEvent) -> Void) { framer.finish(emit) }
-    public var stats: WireStats { framer.stats }
+    public var stats: WireStats {
+        var s = framer.stats
+        s.afUnmatched = framer.format.afUnmatched
+        return s
+    }
 }
