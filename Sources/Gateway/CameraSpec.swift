@@ -48,7 +48,7 @@ public struct CameraSpec: Sendable, Hashable {
             let (parsed, _) = try Vendors.parse(url)
             return CameraSpec(id: id, source: .camera(parsed))
         } catch {
-            throw .badURL(url, error.reason)
+            throw .badURL(error.url, error.reason)
         }
     }
 

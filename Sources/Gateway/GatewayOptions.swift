@@ -24,6 +24,9 @@ public struct GatewayOptions: Sendable {
     public var token: String?
     /// Host names the HTTP server answers for besides IP literals, localhost and this machine's name.
     public var allowedHosts: [String] = []
+    /// An HTTP connection that sends nothing for this long (no request, or a request's head
+    /// trickling in) is closed; a response still being streamed (MJPEG, events) is not idle.
+    public var httpIdleTimeoutSeconds = 30
     /// Publish the first camera as a PipeWire camera node of this name.
     public var pipewireNode: String?
     /// The YAML file the cameras came from (reloaded on SIGHUP or POST /api/v1/reload).

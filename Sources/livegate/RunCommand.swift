@@ -56,6 +56,8 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error (default info).") var logLevel: String?
     @Option(name: .long, help: ArgumentHelp("Require this token on every HTTP request (Authorization: Bearer, or ?token=) and RTSP (user livegate, the token as password). Needed when --listen is not a loopback address; `livegate token` makes one. Prefer LIVEGATE_TOKEN or the config file: a flag shows in the process list.", valueName: "TOKEN"))
     var token: String?
+    @Option(name: .long, help: ArgumentHelp("Seconds an HTTP connection may send nothing (no request, or a request head trickling in) before it is closed; streamed answers are not idle.", visibility: .hidden))
+    var httpIdleTimeout: Int = 30
     @Option(name: .long, help: ArgumentHelp("A host name the HTTP server answers for besides IP addresses, localhost and this machine's name (repeatable).", valueName: "NAME"))
     var allowedHost: [String] = []
 
@@ -166,6 +168,8 @@ struct Run: AsyncParsableCommand {
         options.configPath = config ?? env["LIVEGATE_CONFIG"]
         options.token = c.token
         options.allowedHosts = c.allowedHosts ?? []
+        guard (1...3600).contains(httpIdleTimeout) else { throw CLIError("--http-idle-timeout must be 1…3600 seconds") }
+        options.httpIdleTimeoutSeconds = httpIdleTimeout
         if options.token == nil && !AccessPolicy.isLoopback(options.listen) {
             throw CLIError("""
                 --listen \(options.listen) serves every camera to the network, so a token is required:                 set LIVEGATE_TOKEN (or token: in the config file, or --token) to a secret, for example one from `livegate token`
@@ -204,6 +208,7 @@ struct Run: AsyncParsableCommand {
         }
         let app = Application(
             router: ControlAPI.buildRouter(model: gateway, access: AccessPolicy(token: options.token, allowedHosts: Set(options.allowedHosts))),
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(options.httpIdleTimeoutSeconds)))),
             configuration: .init(address: .hostname(options.listen, port: options.httpPort), serverName: "livegate"),
             onServerRunning: { _ in oneReady() },
             logger: logger)

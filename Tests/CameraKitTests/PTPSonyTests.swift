@@ -40,6 +40,22 @@ extension PTPTests {
             await s.shutdown()
         }
 
+        @Test func propertiesReadInTheVocabularysWordsNeverHex() async throws {
+            let s = try await PTPSetup.make(.sony)
+            #expect(await s.driver.waitUntilStreaming())
+            let props = try await s.driver.properties()
+            await s.shutdown()
+            let byName = Dictionary(uniqueKeysWithValues: props.map { ($0.name, $0) })
+            for p in props { #expect(p.displayText?.contains("0x") == false, "\(p.name.rawValue): \(p.displayText ?? "nil")") }
+            #expect(byName[.whiteBalance]?.displayText == "auto")
+            #expect(byName[.iso]?.displayText == "ISO auto")
+            #expect(byName[.shutterSpeed]?.displayText == "1/60 s")
+            #expect(byName[.aperture]?.displayText == "f/4.0")
+            #expect(byName[.exposureCompensation]?.displayText == "0 EV")
+            #expect(PTPVocabulary.words(.exposureCompensation, .number(-1.0 / 3)) == "-0.3 EV")
+            #expect(PTPVocabulary.words(.shutterSpeed, .text("2\"")) == "2\"")
+        }
+
         @Test func setPropertyIsOneSDIOSetExtDevicePropValue() async throws {
             let s = try await PTPSetup.make(.sony)
             #expect(await s.driver.waitUntilStreaming())

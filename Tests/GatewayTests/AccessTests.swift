@@ -134,3 +134,49 @@ struct AccessControlTests {
         await gw.stop()
     }
 }
+
+/// Connects to 127.0.0.1:`port`, sends `bytes`, and waits (at most `limit` seconds) for the server to
+/// close the connection; returns how long that took, or nil when it stayed open.
+func secondsUntilClosed(port: Int, sending bytes: String, limit: Int) -> Double? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = UInt16(port).bigEndian
+    let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 } }
+    guard ok else { return nil }
+    var tv = timeval(tv_sec: limit, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    if !bytes.isEmpty { _ = bytes.withCString { send(fd, $0, strlen($0), 0) } }
+    let start = Date()
+    var buf = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = recv(fd, &buf, buf.count, 0)
+        if n == 0 { return Date().timeIntervalSince(start) }  // closed by the server
+        if n < 0 { return nil }  // still open when the limit passed
+    }
+}
+
+@Suite("HTTP connection limits", .serialized)
+struct HTTPConnectionLimitTests {
+    @Test(.enabled(if: livegateBinary() != nil && which("curl") != nil, "needs the livegate binary and curl"))
+    func idleAndTricklingConnectionsCloseButStreamsGoOn() async throws {
+        let gw = try GatewayProcess(["--http-idle-timeout", "2"])
+        #expect(await gw.waitReady(), "\(gw.output)")
+        let port = gw.http
+        // A connection that never sends anything, and one whose request head stops half-way.
+        let idle = await Task.detached { secondsUntilClosed(port: port, sending: "", limit: 8) }.value
+        #expect(idle != nil && idle! < 6, "an idle connection stayed open (\(String(describing: idle)))")
+        let slow = await Task.detached { secondsUntilClosed(port: port, sending: "GET /api/v1/cameras HTTP/1.1\r\nHo", limit: 8) }.value
+        #expect(slow != nil && slow! < 6, "a half-sent request head kept its connection (\(String(describing: slow)))")
+        // A stream being answered is not idle: MJPEG runs past the timeout until the client ends it.
+        let stream = try await runProcessAsync(which("curl")!, ["-s", "-m", "5", "-o", "/dev/null", "-w", "%{time_total}",
+                                                               "\(gw.api)/mjpeg/cam0"], timeout: 15)
+        let lasted = Double(stream.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(lasted >= 4.5, "the MJPEG stream ended after \(lasted) s")
+        #expect(await curl(["\(gw.api)/api/v1/cameras"]).status == 200)
+        await gw.stop()
+    }
+}

@@ -12,6 +12,18 @@ import Testing
         #expect(try CameraSpec.parse("emulator:sony", index: 1) == CameraSpec(id: "cam1", source: .emulator(vendor: "sony")))
     }
 
+    @Test func aPasswordInTheURLIsNeverShown() {
+        for text in ["sony://admin:hunter2@127.0.0.1:8080", "cam=sony://admin:hunter2@127.0.0.1:99999/x", "nikon://hunter2@host"] {
+            do {
+                _ = try CameraSpec.parse(text, index: 0)
+                Issue.record("\(text) was accepted")
+            } catch {
+                #expect(!error.description.contains("hunter2"), "\(error.description)")
+                #expect(error.description.contains("a user or password in the camera URL is not supported"), "\(error.description)")
+            }
+        }
+    }
+
     @Test(arguments: ["sony://", "sony://host:0", "sony://host:70000", "sony://host/path", "http://x", "bad name=sony://h",
                       "emulator:unknown", "sony://a b", "nope://host", "sony://host:12ab"])
     func refusesBadSpecs(_ text: String) {

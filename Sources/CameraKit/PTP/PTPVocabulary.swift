@@ -215,9 +215,26 @@ public enum PTPVocabulary {
             if let c = m.toCommon(v), !choices.contains(c) { choices.append(c) }
         }
         let value = current.flatMap(m.toCommon)
-        let display = current.map { "0x" + String(UInt64(bitPattern: $0) & 0xFFFF_FFFF, radix: 16, uppercase: true) }
+        // PTP cameras name their values with numbers only: the display is the vocabulary's words
+        // with their unit, and a value outside the vocabulary says so (in decimal, never as hex).
+        let display = words(m.name, value) ?? current.map { "camera value \($0) (not in the vocabulary)" }
         return CameraProperty(name: m.name, value: value, displayText: display, choices: choices,
                               writable: writable && !choices.isEmpty)
+    }
+
+    /// A common value in words with its unit: "ISO 400", "1/250 s", "f/5.6", "+0.7 EV", "tungsten".
+    public static func words(_ name: PropertyName, _ value: PropertyValue?) -> String? {
+        guard let value else { return nil }
+        let t = value.description
+        switch name {
+        case .iso: return "ISO \(t)"
+        case .shutterSpeed: return t.hasSuffix("\"") || t == "bulb" ? t : "\(t) s"
+        case .aperture: return "f/\(t)"
+        case .exposureCompensation:
+            guard case .number(let d) = value else { return "\(t) EV" }
+            return abs(d) < 0.05 ? "0 EV" : String(format: "%+.1f EV", d)
+        case .whiteBalance, .focusMode: return t
+        }
     }
 
     /// The vendor value among `offered` matching `value`, or `invalidValue` with the valid choices.

@@ -33,6 +33,12 @@ public struct CameraURL: Sendable, Hashable, CustomStringConvertible {
             throw CameraURLError(text, "scheme '\(scheme)' may only use letters, digits and '-'")
         }
         var rest = Substring(text[sep.upperBound...])
+        // A user or password never reaches a log or an error (and no camera here takes one).
+        let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        if let at = authority.lastIndex(of: "@") {
+            let shown = "\(scheme)://***@\(text[text.index(after: at)...])"
+            throw CameraURLError(shown, "a user or password in the camera URL is not supported (not shown here)")
+        }
         var query: [String: String] = [:]
         if let q = rest.firstIndex(of: "?") {
             for pair in rest[rest.index(after: q)...].split(separator: "&") where !pair.isEmpty {
