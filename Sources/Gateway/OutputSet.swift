@@ -61,7 +61,7 @@ final class OutputSet: @unchecked Sendable {
             if let dir = options.hlsDirectory {
                 root = dir
             } else {
-                root = FileManager.default.temporaryDirectory.appendingPathComponent("livegate-hls-\(getpid())").path
+                root = Self.hlsWorkFolder()
                 temporary = true
             }
             try FileManager.default.createDirectory(atPath: root!, withIntermediateDirectories: true)
@@ -120,6 +120,19 @@ final class OutputSet: @unchecked Sendable {
             s.hlsIsTemporary = temporary
             s.webcams = webcams
         }
+    }
+
+    /// `$TMPDIR/livegate-hls/<pid>`: every gateway's HLS work folder lives under one livegate-owned
+    /// directory, and a gateway starting up removes the folders of gateways that are gone (killed
+    /// before they could clean up), so no segment folder survives a crash unnoticed.
+    static func hlsWorkFolder(parent: String = FileManager.default.temporaryDirectory.appendingPathComponent("livegate-hls").path) -> String {
+        let fm = FileManager.default
+        for name in (try? fm.contentsOfDirectory(atPath: parent)) ?? [] {
+            guard let pid = Int32(name), pid != getpid() else { continue }
+            // kill(pid, 0) fails with ESRCH when no such process exists.
+            if kill(pid, 0) != 0 && errno == ESRCH { try? fm.removeItem(atPath: "\(parent)/\(name)") }
+        }
+        return "\(parent)/\(getpid())"
     }
 
     /// Builds one camera's media graph and wires it to every output (nothing runs until consumed).

@@ -114,6 +114,22 @@ struct SonySetup {
         #expect(bare >= 4 && bare <= s.collector.all.count / 10 + 2, "\(bare) of \(s.collector.all.count) frames without a box")
     }
 
+    @Test func aColourTemperatureOutsideTheCamerasRangeIsRefusedBeforeTheCamera() async throws {
+        let s = try await SonySetup.make(start: false)
+        for bad in ["99999K", "2000K", "5550K", "0K"] {
+            do {
+                try await s.driver.setProperty(.whiteBalance, to: .text(bad))
+                Issue.record("\(bad) was accepted")
+            } catch let CameraControlError.invalidValue(_, value, valid) {
+                #expect(value == bad && valid == ["2500K…9900K in steps of 100K"], "\(value): \(valid)")
+            }
+        }
+        #expect(s.emulator.calls.filter { $0.method == "setWhiteBalance" }.isEmpty, "nothing out of range reaches the camera")
+        try await s.driver.setProperty(.whiteBalance, to: .text("5500K"))
+        #expect(s.emulator.calls.filter { $0.method == "setWhiteBalance" }.map(\.params) == [#"["Color Temperature",true,5500]"#])
+        await s.shutdown()
+    }
+
     @Test func whiteBalanceTungstenIsOneSetWhiteBalanceWithSonysValue() async throws {
         let s = try await SonySetup.make(start: false)
         try await s.driver.setProperty(.whiteBalance, to: .text("tungsten"))

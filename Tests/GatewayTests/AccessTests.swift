@@ -180,3 +180,24 @@ struct HTTPConnectionLimitTests {
         await gw.stop()
     }
 }
+
+@Suite("Crash leftovers")
+struct CrashLeftoverTests {
+    @Test func hlsWorkFoldersOfGoneGatewaysAreRemovedAtStart() throws {
+        let parent = try temporaryDirectory("lg-hls-parent")
+        defer { try? FileManager.default.removeItem(at: parent) }
+        let fm = FileManager.default
+        let gone = parent.appendingPathComponent("2147483000")   // no such process
+        let alive = parent.appendingPathComponent("\(getppid())") // the test runner's parent is alive
+        let other = parent.appendingPathComponent("notes")
+        for d in [gone, alive, other] {
+            try fm.createDirectory(at: d, withIntermediateDirectories: true)
+            _ = fm.createFile(atPath: d.appendingPathComponent("segment00001.ts").path, contents: Data([1, 2, 3]))
+        }
+        let mine = OutputSet.hlsWorkFolder(parent: parent.path)
+        #expect(mine == "\(parent.path)/\(getpid())")
+        #expect(!fm.fileExists(atPath: gone.path), "a dead gateway's HLS folder survived")
+        #expect(fm.fileExists(atPath: alive.path), "a live gateway's HLS folder was removed")
+        #expect(fm.fileExists(atPath: other.path))
+    }
+}

@@ -164,11 +164,17 @@ func jsonBody(_ response: TestResponse) -> Any? {
     @Test func cameraErrorIs502WithTheCode() async throws {
         let model = try await TestModel()
         let app = Application(router: ControlAPI.buildRouter(model: model))
-        // The emulator accepts only 2500…9900 K in steps of 100: 5550K passes our vocabulary check but
-        // the camera refuses it with Illegal Argument (3).
+        // The emulator accepts only 2500…9900 K in steps of 100: 5550K is refused before the camera
+        // (400 naming the range); a camera that refuses what it offered gives 502 with its code.
         try await app.test(.router) { client in
             try await client.execute(uri: "/api/v1/cameras/cam0/properties/whiteBalance", method: .put, headers: [.contentType: "application/json"],
                                      body: ByteBuffer(string: #"{"value": "5550K"}"#)) { r in
+                #expect(r.status == .badRequest)
+                #expect((jsonBody(r) as? [String: Any])?["valid"] as? [String] == ["2500K…9900K in steps of 100K"])
+            }
+            model.emulator.refuseSettings(code: 3, message: "Illegal Argument")
+            try await client.execute(uri: "/api/v1/cameras/cam0/properties/whiteBalance", method: .put, headers: [.contentType: "application/json"],
+                                     body: ByteBuffer(string: #"{"value": "5500K"}"#)) { r in
                 #expect(r.status == .badGateway)
                 #expect((jsonBody(r) as? [String: Any])?["cameraCode"] as? Int == 3)
             }

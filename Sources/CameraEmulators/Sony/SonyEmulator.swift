@@ -97,6 +97,8 @@ public final class SonyEmulator: CameraEmulator, @unchecked Sendable {
     public func cutNextTransfers(_ n: Int) { state.cutTransfers(n) }
     /// Refuses shots with 40400 and `reason` (nil: accept them again).
     public func refuseShots(_ reason: String?) { state.update { $0.refuseShots = reason } }
+    /// Fault switch for tests: every property setter answers this JSON-RPC error (nil: normal).
+    public func refuseSettings(code: Int, message: String) { state.update { $0.refuseSettings = (code, message) } }
 
     public func inject(_ fault: EmulatorFault) {
         switch fault {

@@ -20,6 +20,8 @@ final class SonyEmulatorState: @unchecked Sendable {
         var longExposure = false
         /// actTakePicture is refused with 40400 and this message (a full card, a wrong mode).
         var refuseShots: String? = nil
+        /// Every property setter is refused with this error code and message (a body that is busy).
+        var refuseSettings: (code: Int, message: String)? = nil
         /// Shots taken so far (API and body); picture names are DSC0NNNN.JPG.
         var shots = 0
         /// A long exposure in flight, claimed by awaitTakePicture.
@@ -153,6 +155,9 @@ final class SonyEmulatorState: @unchecked Sendable {
     private func dispatch(_ method: String, _ p: [Any], liveviewURL: String, source: any EmulatorFrameSource) -> Reply {
         let illegal = Reply.error(3, "Illegal Argument")
         return lock.withLock { s -> Reply in
+            if let r = s.refuseSettings, method.hasPrefix("set"), method != "setLiveviewFrameInfo" {
+                return .error(r.code, r.message)
+            }
             switch method {
             case "getAvailableApiList": return .result([Self.methods])
             case "getApplicationInfo": return .result(["Smart Remote Control", "2.0.0"])

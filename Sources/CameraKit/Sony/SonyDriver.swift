@@ -214,7 +214,19 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
         switch name {
         case .whiteBalance:
             let r = try await rpc.call("getAvailableWhiteBalance")
-            let offered = (r.count > 1 ? r[1] as? [[String: Any]] : nil)?.compactMap { $0["whiteBalanceMode"] as? String } ?? []
+            let entries = (r.count > 1 ? r[1] as? [[String: Any]] : nil) ?? []
+            let offered = entries.compactMap { $0["whiteBalanceMode"] as? String }
+            // A colour temperature the camera's range does not hold is refused here (400 naming
+            // the range), not sent for the camera to refuse.
+            let range = entries.first { $0["whiteBalanceMode"] as? String == "Color Temperature" }?["colorTemperatureRange"]
+                as? [NSNumber]
+            if let k = SonyVocabulary.kelvin(text), let range, range.count >= 2 {
+                let hi = max(range[0].intValue, range[1].intValue), lo = min(range[0].intValue, range[1].intValue)
+                let step = range.count > 2 ? max(1, range[2].intValue) : 1
+                guard (lo...hi).contains(k), (k - lo) % step == 0 else {
+                    throw invalid(["\(lo)K…\(hi)K in steps of \(step)K"])
+                }
+            }
             guard let params = SonyVocabulary.whiteBalanceParams(text, offered: offered) else {
                 var valid: [String] = []
                 for m in offered where m != "Color Temperature" {

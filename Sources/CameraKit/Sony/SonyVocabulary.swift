@@ -14,6 +14,13 @@ public enum SonyVocabulary {
         return whiteBalance.first { $0.1 == mode }?.0.rawValue ?? mode
     }
 
+    /// The Kelvin of a "5500K" value, nil for a preset.
+    public static func kelvin(_ value: String) -> Int? {
+        let v = value.lowercased()
+        guard v.hasSuffix("k") else { return nil }
+        return Int(v.dropLast())
+    }
+
     /// Common white balance → `setWhiteBalance` params, given the modes the camera offers.
     public static func whiteBalanceParams(_ value: String, offered: [String]) -> [Any]? {
         let v = value.lowercased()
