@@ -8,6 +8,7 @@ public final class DriverStats: Sendable {
     private let droppedCount = Atomic<Int>(0)
     private let reconnectCount = Atomic<Int>(0)
     private let afUnmatchedCount = Atomic<Int>(0)
+    private let foreignCount = Atomic<Int>(0)
     private let lastFrameNanos = Atomic<UInt64>(0)
     private let firstFrameNanos = Atomic<UInt64>(0)
     private let windowStart = Atomic<UInt64>(0)
@@ -35,6 +36,9 @@ public final class DriverStats: Sendable {
 
     /// Counts a damaged or incomplete frame that was dropped.
     public func dropped(_ n: Int = 1) { droppedCount.wrappingAdd(n, ordering: .relaxed) }
+    /// Counts a datagram that did not come from the camera's address and stream port (dropped unread).
+    public func foreignDatagram() { foreignCount.wrappingAdd(1, ordering: .relaxed) }
+    public var foreignDatagrams: Int { foreignCount.load(ordering: .relaxed) }
     /// Counts frames that waited for their AF information and went out without it.
     public func afUnmatched(_ n: Int) { afUnmatchedCount.wrappingAdd(n, ordering: .relaxed) }
     public var afUnmatched: Int { afUnmatchedCount.load(ordering: .relaxed) }

@@ -328,6 +328,8 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         for c in cams { m.sample("livegate_received_bytes_total", ["camera": c.id], Double(c.driver.stats.bytes)) }
         m.help("livegate_camera_reconnects_total", "Reconnects to the camera.", type: "counter")
         for c in cams { m.sample("livegate_camera_reconnects_total", ["camera": c.id], Double(c.driver.stats.reconnects)) }
+        m.help("livegate_datagrams_dropped_total", "Live-view datagrams dropped unread, by reason (foreign-source: not from the camera's address and stream port).", type: "counter")
+        for c in cams { m.sample("livegate_datagrams_dropped_total", ["camera": c.id, "reason": "foreign-source"], Double(c.driver.stats.foreignDatagrams)) }
         m.help("livegate_af_unmatched_total", "Frames that waited for their AF information (sent after the JPEG) and went out without it.", type: "counter")
         for c in cams { m.sample("livegate_af_unmatched_total", ["camera": c.id], Double(c.driver.stats.afUnmatched)) }
         m.help("livegate_camera_frames_per_second", "Frames per second from the camera over the last second.", type: "gauge")

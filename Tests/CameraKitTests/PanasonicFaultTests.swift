@@ -1,3 +1,4 @@
+import NIOCore
 import CameraEmulators
 import CameraKit
 import CameraWire
@@ -162,5 +163,57 @@ struct PanasonicConformanceTests {
         }
         #expect(frames == emitted.count)
         for (a, b) in zip(seqs, seqs.dropFirst()) { #expect(b == a + 1) }
+    }
+}
+
+/// Sends `datagrams` to 127.0.0.1:`port` from a UDP socket of its own (another source port than the camera's).
+func sendForged(_ datagrams: [[UInt8]], to port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = UInt16(port).bigEndian
+    for d in datagrams {
+        _ = d.withUnsafeBytes { b in
+            withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, b.baseAddress, b.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        }
+        usleep(2_000)
+    }
+}
+
+@Suite(.serialized) struct UDPSourceTests {
+    @Test func aPortLearntFromTheFirstDatagramHoldsWhileTheCameraTalks() throws {
+        var lock = UDPSourceLock(address: "127.0.0.1", takeover: .seconds(2))
+        let camera = try SocketAddress(ipAddress: "127.0.0.1", port: 40000)
+        let forger = try SocketAddress(ipAddress: "127.0.0.1", port: 40001)
+        let elsewhere = try SocketAddress(ipAddress: "127.0.0.2", port: 40000)
+        var seen: [Bool] = []
+        for (from, at) in [(camera, 1.0), (forger, 1.1), (elsewhere, 1.2), (camera, 2.0), (forger, 4.1), (camera, 4.2)] {
+            seen.append(lock.accepts(from, now: UInt64(at * 1e9)))
+        }
+        // The camera, not a forger on another port, not another address; after 2 s of silence the
+        // camera may come back from a new port (then the old one is the stranger).
+        #expect(seen == [true, false, false, true, true, false])
+    }
+
+    @Test func framesForgedFromAnotherPortNeverReachTheHub() async throws {
+        let s = try await PanasonicSetup.make()
+        #expect(await s.collector.wait(for: 10))
+        let port = try #require(s.driver.liveViewPort)
+        let forgedJPEG = try TestPatternSource(width: 640, height: 480).frame(index: 4321).jpeg
+        var forged: [[UInt8]] = []
+        for i in 0..<20 {
+            var d: [UInt8] = []
+            PanasonicDatagram.append(jpeg: forgedJPEG, seq: Int32(100_000 + i), to: &d)
+            forged.append(d)
+        }
+        let before = s.collector.count
+        sendForged(forged, to: port)
+        #expect(await s.collector.wait(for: before + 15), "the camera's frames keep coming")
+        await s.shutdown()
+        #expect(!s.collector.all.contains { $0.bytes == forgedJPEG }, "a forged frame was published")
+        #expect(s.driver.stats.foreignDatagrams == 20, "forged datagrams counted: \(s.driver.stats.foreignDatagrams)")
     }
 }

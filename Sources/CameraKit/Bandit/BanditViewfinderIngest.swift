@@ -65,6 +65,9 @@ public final class BanditViewfinderIngest: @unchecked Sendable {
     }
 
     /// Feeds one datagram (the UDP payload).
+    /// A datagram from someone other than the camera's stream, dropped unread.
+    public func foreignDatagram() { stats.foreignDatagram() }
+
     public func ingest(_ d: ArraySlice<UInt8>) {
         datagrams += 1
         let b = d.startIndex
@@ -141,25 +144,30 @@ public final class BanditViewfinderIngest: @unchecked Sendable {
 }
 
 /// The viewfinder's UDP socket handler: one copy from the datagram into a reused scratch array, then
-/// the ingest. Datagrams from any address other than `acceptFrom` (when set) are ignored.
+/// the ingest. Datagrams from another address than `acceptFrom` (when set), or from another port
+/// than the stream's while it streams, are dropped unread and counted.
 final class BanditViewfinderHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
     private let ingest: BanditViewfinderIngest
-    private let acceptFrom: String?
+    /// Only the camera's datagrams count: its address (when known) and its stream's source port.
+    private var source: UDPSourceLock
     private let onDatagram: @Sendable () -> Void
     private var scratch: [UInt8] = []
 
     init(ingest: BanditViewfinderIngest, acceptFrom: String?, onDatagram: @escaping @Sendable () -> Void) {
         self.ingest = ingest
-        self.acceptFrom = acceptFrom
+        source = UDPSourceLock(address: acceptFrom)
         self.onDatagram = onDatagram
         scratch.reserveCapacity(65_536)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        if let acceptFrom, envelope.remoteAddress.ipAddress != acceptFrom { return }
+        guard source.accepts(envelope.remoteAddress) else {
+            ingest.foreignDatagram()
+            return
+        }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: envelope.data.readableBytesView)
         onDatagram()

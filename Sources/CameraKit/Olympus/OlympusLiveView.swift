@@ -14,8 +14,8 @@ final class OlympusLiveViewHandler: ChannelInboundHandler {
     private var scratch: [UInt8] = []
     private var dropped = 0
     private let publisher: FramePublisher
-    /// Only datagrams from this address count (nil: any sender, when the host is a name).
-    private let expectedSource: String?
+    /// Only the camera's datagrams count: its address (when known) and its stream's source port.
+    private var source: UDPSourceLock
     private let onDatagram: @Sendable () -> Void
     private let onFrame: @Sendable (OlympusRTP.Metadata) -> Void
     private var clock: OlympusFrameClock
@@ -24,7 +24,7 @@ final class OlympusLiveViewHandler: ChannelInboundHandler {
          onDatagram: @escaping @Sendable () -> Void, onFrame: @escaping @Sendable (OlympusRTP.Metadata) -> Void) {
         self.publisher = publisher
         clock = OlympusFrameClock(fps: fps)
-        self.expectedSource = expectedSource
+        source = UDPSourceLock(address: expectedSource)
         self.onDatagram = onDatagram
         self.onFrame = onFrame
         reassembler = OlympusLiveViewReassembler(liveViewSize: liveViewSize)
@@ -33,7 +33,10 @@ final class OlympusLiveViewHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        if let expectedSource, let ip = envelope.remoteAddress.ipAddress, ip != expectedSource { return }
+        guard source.accepts(envelope.remoteAddress) else {
+            publisher.stats.foreignDatagram()
+            return
+        }
         onDatagram()
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: envelope.data.readableBytesView)

@@ -11,20 +11,23 @@ final class PanasonicLiveViewHandler: ChannelInboundHandler, @unchecked Sendable
     private var scratch: [UInt8] = []
     private var lastSeq: Int64?
     private let publisher: FramePublisher
-    /// Only datagrams from this address count (nil: any sender, when the host is a name).
-    private let expectedSource: String?
+    /// Only the camera's datagrams count: its address (when known) and its stream's source port.
+    private var source: UDPSourceLock
     private let onFrame: @Sendable () -> Void
 
     init(publisher: FramePublisher, expectedSource: String?, onFrame: @escaping @Sendable () -> Void) {
         self.publisher = publisher
-        self.expectedSource = expectedSource
+        source = UDPSourceLock(address: expectedSource)
         self.onFrame = onFrame
         scratch.reserveCapacity(65536)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        if let expectedSource, let ip = envelope.remoteAddress.ipAddress, ip != expectedSource { return }
+        guard source.accepts(envelope.remoteAddress) else {
+            publisher.stats.foreignDatagram()
+            return
+        }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: envelope.data.readableBytesView)
         parser.ingest(scratch[...], offset: nil) { event in self.handle(event) }
