@@ -140,13 +140,7 @@ struct AccessControlTests {
 func secondsUntilClosed(port: Int, sending bytes: String, limit: Int) -> Double? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    addr.sin_port = UInt16(port).bigEndian
-    let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 } }
-    guard ok else { return nil }
+    guard withLoopbackAddress(port: port, { connect(fd, $0, $1) == 0 }) else { return nil }
     var tv = timeval(tv_sec: limit, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     if !bytes.isEmpty { _ = bytes.withCString { send(fd, $0, strlen($0), 0) } }

@@ -144,13 +144,8 @@ struct PushTests {
                 "the RTSP receiver did not start: \((try? String(contentsOf: receiverLog, encoding: .utf8)) ?? "")")
         let hole = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(hole) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let holePort = try freePort()
-        addr.sin_port = UInt16(holePort).bigEndian
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(hole, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 } }
+        let bound = withLoopbackAddress(port: holePort) { bind(hole, $0, $1) == 0 }
         #expect(bound && listen(hole, 8) == 0)
         let srtReader = Task { try await framesRead(["-i", "srt://127.0.0.1:\(srtPort)?mode=listener"], seconds: 4, timeout: 40) }
         try await Task.sleep(for: .milliseconds(500))

@@ -156,3 +156,14 @@ func startRTSPFrameWriter(_ url: String, into dir: URL) throws -> Process {
     try ffmpeg.run()
     return ffmpeg
 }
+
+/// Runs `body` with 127.0.0.1:`port` as a `sockaddr` (connect, bind, sendto).
+func withLoopbackAddress<R>(port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = UInt16(port).bigEndian
+    return withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+}
