@@ -1,3 +1,4 @@
+import JPEGKit
 import CameraEmulators
 import CameraKit
 import CameraWire
@@ -23,8 +24,8 @@ extension PTPTests {
             for f in s.collector.all.prefix(10) {
                 #expect(f.width == 320 && f.height == 240)
                 #expect(f.bytes.prefix(2) == [0xFF, 0xD8] && f.bytes.suffix(2) == [0xFF, 0xD9])
-                // The Sony focal-frame block layout is UNCONFIRMED: no AF boxes are claimed.
-                #expect(f.af.isEmpty)
+                // The emulator's focal-frame block (ptp.md §2.3 layout, UNCONFIRMED) carries one box.
+                #expect(f.af.count == 1 && f.af.first?.kind == .contrastAF)
             }
         }
 
@@ -38,6 +39,24 @@ extension PTPTests {
             #expect(s.driver.stats.reconnects == 0)
             #expect(s.driver.state == .streaming)
             await s.shutdown()
+        }
+
+        @Test func focalFrameBoxesLandOnTheirFrame() async throws {
+            let s = try await PTPSetup.make(.sony)
+            #expect(await s.collector.wait(for: 30))
+            await s.shutdown()
+            let decoder = try JPEGDecoder()
+            var checked = 0
+            for f in s.collector.all.prefix(30) {
+                let pic = I420Picture(width: 16, height: 16)
+                try f.bytes.withUnsafeBytes { try decoder.decode($0, into: pic) }
+                guard let n = TestPattern.readCounter(from: pic, patternWidth: pic.width, patternHeight: pic.height) else { continue }
+                let e = try ptpExpectedBox(index: n), p = try #require(f.af.first).pixels
+                #expect(abs(Double(p.x) - e.x1) <= 2 && abs(Double(p.y) - e.y1) <= 2, "frame \(n): \(p) vs \(e)")
+                #expect(abs(Double(p.x + p.width) - e.x2) <= 2 && abs(Double(p.y + p.height) - e.y2) <= 2, "frame \(n)")
+                checked += 1
+            }
+            #expect(checked >= 25)
         }
 
         @Test func propertiesReadInTheVocabularysWordsNeverHex() async throws {

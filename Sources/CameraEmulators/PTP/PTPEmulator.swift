@@ -166,7 +166,7 @@ public final class PTPEmulator: CameraEmulator, @unchecked Sendable {
         var out: [UInt8] = []
         switch kind {
         case .nikon: return model.nikonObject(index: index, ex: model.nikonUseEx)
-        case .sony: SonyPTPDataset.append(jpeg: f.jpeg, focalFrame: SonyPTPDataset.emptyFocalFrame(), to: &out)
+        case .sony: SonyPTPDataset.append(jpeg: f.jpeg, focalFrame: sonyFocalFrame(f), to: &out)
         case .canon: CanonEVFData.append(jpeg: f.jpeg, to: &out)
         case .fuji: FujiLiveViewFrame.append(jpeg: f.jpeg, to: &out)
         }

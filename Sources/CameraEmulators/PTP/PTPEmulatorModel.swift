@@ -502,7 +502,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
             guard i >= 0 else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
             let f = source.frame(index: i)
             var out: [UInt8] = []
-            SonyPTPDataset.append(jpeg: f.jpeg, focalFrame: SonyPTPDataset.emptyFocalFrame(), to: &out)
+            SonyPTPDataset.append(jpeg: f.jpeg, focalFrame: sonyFocalFrame(f), to: &out)
             return PTPReply(code: PTPResponse.ok, data: out)
         default:
             return PTPReply(code: PTPResponse.operationNotSupported)
@@ -681,4 +681,13 @@ final class PTPEmulatorModel: @unchecked Sendable {
         FujiLiveViewFrame.append(jpeg: f.jpeg, to: &out)
         return out
     }
+}
+
+/// The frame's AF box as a Sony focal-frame block (ptp.md §2.3 layout, UNCONFIRMED; version 1.00,
+/// one Focus entry, state 2 focused or 1 not focused).
+func sonyFocalFrame(_ f: EmulatedFrame) -> [UInt8] {
+    let b = f.afBox
+    return SonyFocalFrame.block(focus: [SonyFocalFrame.Box(centreX: (b.x1 + b.x2) / 2, centreY: (b.y1 + b.y2) / 2,
+                                                           width: b.x2 - b.x1, height: b.y2 - b.y1,
+                                                           state: f.focused ? 2 : 1)])
 }

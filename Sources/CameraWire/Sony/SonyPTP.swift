@@ -1,4 +1,5 @@
 import JPEGKit
+public import LiveViewCore
 /// Serializer for the Sony PTP "LiveView dataset" (handle 0xFFFFC002; sony.md §4.2, little-endian):
 /// 16-byte header {JPEG offset, image size, focal-frame offset, focal-frame size}, focal-frame block
 /// at its offset, JPEG at its offset; the image size may include tail padding after the EOI.
@@ -40,6 +41,95 @@ public enum SonyPTPDataset {
             b.setLE32(0xA0000, at: 0x38 + 16 * g)
             b.setLE32(0x78000, at: 0x3C + 16 * g)
         }
+        return b
+    }
+}
+
+/// The focal-frame block of a Sony PTP live-view dataset (ptp.md §2.3; little-endian). The layout is
+/// UNCONFIRMED — one source, quoting Sony's PTP reference — and every real block seen so far has
+/// zero boxes, so a block whose counts are zero (the fixtures) gives none:
+///
+///     0x00 u16 version ×100, 6 reserved; 40 reserved
+///     0x30 u16 n, 6 reserved; n × 24 reserved
+///     sections Focus, then (version ≥ 1.01) Face and Tracking, each:
+///       u32 Xden, u32 Yden, u16 count, 6 reserved;
+///       count × {u16 type, u16 state, u8 priority, 3 reserved, u32 Xnum, u32 Ynum, u32 height, u32 width}
+///
+/// An entry's centre is (Xnum/Xden, Ynum/Yden) and its size width/Xden × height/Yden (height before
+/// width in the entry). Focus states: 1 not focused, 2 focused, 3 selection, 4 moving, 5 range
+/// limit, 6 registration AF, 7 island. A block cut short gives the boxes read so far.
+public enum SonyFocalFrame {
+    public struct Box: Sendable, Hashable {
+        /// Centre and size as fractions of the picture.
+        public var centreX: Double, centreY: Double, width: Double, height: Double
+        public var state: UInt16
+        public init(centreX: Double, centreY: Double, width: Double, height: Double, state: UInt16) {
+            self.centreX = centreX; self.centreY = centreY; self.width = width; self.height = height; self.state = state
+        }
+    }
+
+    /// The grid the emulator writes (the real blocks' Xden/Yden: 0xA0000 × 0x78000).
+    public static let gridX: UInt32 = 0xA0000
+    public static let gridY: UInt32 = 0x78000
+
+    static func state(_ s: UInt16) -> AFState {
+        switch s {
+        case 1: return .notFocused
+        case 2: return .focused
+        case 3: return .selected
+        case 4: return .focusing
+        default: return .unknown
+        }
+    }
+
+    /// The AF areas of a block, in pixels of a `width`×`height` JPEG.
+    public static func areas(_ b: ArraySlice<UInt8>, imageWidth: Int, imageHeight: Int) -> [AFArea] {
+        var out: [AFArea] = []
+        let s = b.startIndex
+        guard b.count >= 0x38 else { return out }
+        let version = b.le16(s)
+        let n = Int(b.le16(s + 0x30))
+        var p = s + 0x38 + n * 24
+        let kinds: [AFKind] = version >= 101 ? [.contrastAF, .face, .tracking] : [.contrastAF]
+        for kind in kinds {
+            guard p + 16 <= b.endIndex else { return out }
+            let xden = Double(b.le32(p)), yden = Double(b.le32(p + 4))
+            let count = Int(b.le16(p + 8))
+            p += 16
+            for _ in 0..<count {
+                guard p + 24 <= b.endIndex else { return out }
+                let st = b.le16(p + 2)
+                let xnum = Double(b.le32(p + 8)), ynum = Double(b.le32(p + 12))
+                let h = Double(b.le32(p + 16)), w = Double(b.le32(p + 20))
+                p += 24
+                guard xden > 0, yden > 0, w > 0, h > 0 else { continue }
+                let rect = CameraRect(x: xnum - w / 2, y: ynum - h / 2, width: w, height: h)
+                out.append(AFArea(camera: rect, in: AFCoordinateSpace(width: xden, height: yden),
+                                  imageWidth: imageWidth, imageHeight: imageHeight, kind: kind, state: state(st)))
+            }
+        }
+        return out
+    }
+
+    /// A version-1.00 block with `focus` boxes in the Focus section (what the emulator sends).
+    public static func block(focus: [Box]) -> [UInt8] {
+        var b = SonyPTPDataset.emptyFocalFrame(version: 100)
+        b.setLE32(gridX, at: 0x38)
+        b.setLE32(gridY, at: 0x3C)
+        b[0x40] = UInt8(truncatingIfNeeded: focus.count)
+        b[0x41] = UInt8(truncatingIfNeeded: focus.count >> 8)
+        var entries: [UInt8] = []
+        for f in focus {
+            entries.putLE16(1)  // type: not defined by the notes
+            entries.putLE16(f.state)
+            entries.append(1)  // priority
+            entries.putZeros(3)
+            entries.putLE32(UInt32((f.centreX * Double(gridX)).rounded()))
+            entries.putLE32(UInt32((f.centreY * Double(gridY)).rounded()))
+            entries.putLE32(UInt32((f.height * Double(gridY)).rounded()))
+            entries.putLE32(UInt32((f.width * Double(gridX)).rounded()))
+        }
+        b.insert(contentsOf: entries, at: 0x48)
         return b
     }
 }
@@ -117,6 +207,7 @@ struct SonyPTPDatasetFormat: StreamContainerFormat {
         }
         var shift = 0
         var jpegStart = 0
+        var ffStart = 0
         for k in 0..<(hasFF ? 2 : 1) {
             let (off, size, isJPEG) = k == 0 ? p0 : p1
             let at = b + off + shift
@@ -125,7 +216,7 @@ struct SonyPTPDatasetFormat: StreamContainerFormat {
             case .line(let len, let v) where v == size: shift += len
             default: break
             }
-            if isJPEG { jpegStart = off + shift }
+            if isJPEG { jpegStart = off + shift } else { ffStart = off + shift }
         }
         let total = logicalEnd + shift
         guard w.count >= total else { return .needMore(total) }
@@ -144,7 +235,11 @@ struct SonyPTPDatasetFormat: StreamContainerFormat {
         frame.jpeg = w[(b + jpegStart)..<(b + jpegStart + info.length)]
         frame.jpegOffset = offset + jpegStart
         frame.info = info
-        // AF: the focal-frame block layout is UNCONFIRMED (conformance README): no boxes.
+        // AF from the focal-frame block (layout UNCONFIRMED, see SonyFocalFrame; real blocks: none).
+        if hasFF && ffSize > 0 {
+            frame.af.append(contentsOf: SonyFocalFrame.areas(w[(b + ffStart)..<(b + ffStart + ffSize)],
+                                                             imageWidth: info.width, imageHeight: info.height))
+        }
         return .frame(total)
     }
 
