@@ -174,3 +174,28 @@ struct PushTests {
         await gw.stop()
     }
 }
+
+@Suite("AF in recordings")
+struct AFRecordingTests {
+    /// Sony PTP's focal-frame boxes reach the recording's sidecar like every vendor's.
+    @Test func sonyPTPBoxesAreInTheSidecar() async throws {
+        let rec = try temporaryDirectory("lg-rec-sonyptp")
+        defer { try? FileManager.default.removeItem(at: rec) }
+        let gateway = try await startGateway(camera: "emulator:sony-ptp", label: "sony-ptp-rec") { $0.recordDirectory = rec.path }
+        func sidecarLines() -> [String] {
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: rec.path)) ?? []
+            guard let f = files.first(where: { $0.hasSuffix(".af.jsonl") }),
+                  let text = try? String(contentsOf: rec.appendingPathComponent(f), encoding: .utf8) else { return [] }
+            return text.split(separator: "\n").map(String.init)
+        }
+        let enough = await waitUntil(timeout: 20) { sidecarLines().count >= 30 }
+        await gateway.stop()
+        #expect(enough, "sidecar lines: \(sidecarLines().count)")
+        let lines = sidecarLines()
+        let withBox = lines.filter { line in
+            let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            return (o?["af"] as? [[String: Any]])?.count == 1
+        }
+        #expect(Double(withBox.count) >= Double(lines.count) * 0.9, "\(withBox.count) of \(lines.count) lines carry the box")
+    }
+}
