@@ -365,11 +365,24 @@ public enum ControlAPI {
             case .camera(let code, let message):
                 throw APIError(.badGateway, "camera refused: \(message)", extra: ["cameraCode": code])
             case .unavailable(let why):
-                throw APIError(.serviceUnavailable, why)
+                throw APIError(.serviceUnavailable, plain(why))
             case .refused(let why):
                 throw APIError(.conflict, "camera refused: \(why)")
             }
         }
+    }
+
+    /// A network failure in words, without the internal error texts (NIO types, errno, addresses
+    /// of sockets) that mean nothing to an API client; other reasons pass as they are.
+    static func plain(_ why: String) -> String {
+        let lower = why.lowercased()
+        let internals = ["errno", "nio", "singleconnectionfailure", "connection errors", "channelerror", "ioerror"]
+        guard internals.contains(where: { lower.contains($0) }) else { return why }
+        if lower.contains("refused") { return "the camera refused the connection (is it on, and in remote mode?)" }
+        if lower.contains("timed out") || lower.contains("timeout") { return "the camera does not answer (timeout)" }
+        if lower.contains("reset") || lower.contains("closed") || lower.contains("eof") { return "the camera closed the connection" }
+        if lower.contains("unreachable") || lower.contains("no route") { return "the camera cannot be reached (network unreachable)" }
+        return "the camera cannot be reached"
     }
 
     /// Why a camera shows the slate: the driver's last error, or no frames while it says streaming.

@@ -2,7 +2,7 @@ import JPEGKit
 import CameraEmulators
 import CameraKit
 import Foundation
-import Gateway
+@testable import Gateway
 import Hummingbird
 import HummingbirdTesting
 import LiveViewCore
@@ -159,6 +159,15 @@ func jsonBody(_ response: TestResponse) -> Any? {
         }
         #expect(model.propertySets.isEmpty)
         await model.shutdown()
+    }
+
+    @Test func networkFailuresReachClientsInWordsWithoutInternalErrorTexts() {
+        let nio = "startLiveview: connect failed: 127.0.0.1:41009: Connection errors: SingleConnectionFailure(target: "
+            + "[IPv4]127.0.0.1/127.0.0.1:41009, error: connection reset (error set): Connection refused) (errno: 111))"
+        #expect(ControlAPI.plain(nio) == "the camera refused the connection (is it on, and in remote mode?)")
+        #expect(ControlAPI.plain("read failed: IOError: errno 110, timed out") == "the camera does not answer (timeout)")
+        #expect(ControlAPI.plain("NIOCore.ChannelError.ioOnClosedChannel") == "the camera closed the connection")
+        #expect(ControlAPI.plain("camera not connected") == "camera not connected")
     }
 
     @Test func cameraErrorIs502WithTheCode() async throws {
