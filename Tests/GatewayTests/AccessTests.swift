@@ -135,17 +135,28 @@ struct AccessControlTests {
     }
 }
 
-/// Connects to 127.0.0.1:`port`, sends `bytes`, and waits (at most `limit` seconds) for the server to
-/// close the connection; returns how long that took, or nil when it stayed open.
-func secondsUntilClosed(port: Int, sending bytes: String, limit: Int) -> Double? {
+/// Connects to 127.0.0.1:`port`, sends `bytes` (all at once, or one a second when `trickle`), and
+/// waits (at most `limit` seconds) for the server to close the connection; returns how long that
+/// took, or nil when it stayed open.
+func secondsUntilClosed(port: Int, sending bytes: String, limit: Int, trickle: Bool = false) -> Double? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     guard withLoopbackAddress(port: port, { connect(fd, $0, $1) == 0 }) else { return nil }
-    var tv = timeval(tv_sec: limit, tv_usec: 0)
+    var tv = timeval(tv_sec: trickle ? 1 : limit, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-    if !bytes.isEmpty { _ = bytes.withCString { send(fd, $0, strlen($0), 0) } }
     let start = Date()
     var buf = [UInt8](repeating: 0, count: 4096)
+    if trickle {
+        // One byte, then a second's wait for the server to hang up, and so on.
+        for b in Array(bytes.utf8) {
+            guard Date().timeIntervalSince(start) < Double(limit) else { return nil }
+            var byte = b
+            if send(fd, &byte, 1, Int32(MSG_NOSIGNAL)) < 0 { return Date().timeIntervalSince(start) }
+            if recv(fd, &buf, buf.count, 0) == 0 { return Date().timeIntervalSince(start) }
+        }
+        return nil
+    }
+    if !bytes.isEmpty { _ = bytes.withCString { send(fd, $0, strlen($0), 0) } }
     while true {
         let n = recv(fd, &buf, buf.count, 0)
         if n == 0 { return Date().timeIntervalSince(start) }  // closed by the server
@@ -165,6 +176,10 @@ struct HTTPConnectionLimitTests {
         #expect(idle != nil && idle! < 6, "an idle connection stayed open (\(String(describing: idle)))")
         let slow = await Task.detached { secondsUntilClosed(port: port, sending: "GET /api/v1/cameras HTTP/1.1\r\nHo", limit: 8) }.value
         #expect(slow != nil && slow! < 6, "a half-sent request head kept its connection (\(String(describing: slow)))")
+        // Slowloris: a head trickled in a byte a second is cut at the timeout all the same.
+        let head = "GET /api/v1/cameras HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + String(repeating: "a", count: 20)
+        let trickled = await Task.detached { secondsUntilClosed(port: port, sending: head, limit: 10, trickle: true) }.value
+        #expect(trickled != nil && trickled! < 6, "a trickled request head kept its connection (\(String(describing: trickled)))")
         // A stream being answered is not idle: MJPEG runs past the timeout until the client ends it.
         let stream = try await runProcessAsync(which("curl")!, ["-s", "-m", "5", "-o", "/dev/null", "-w", "%{time_total}",
                                                                "\(gw.api)/mjpeg/cam0"], timeout: 15)
