@@ -15,8 +15,7 @@ public struct UDPSourceLock: Sendable {
 
     public init(address: String?, takeover: Duration = .seconds(2)) {
         self.address = address
-        self.takeover = UInt64(takeover.components.seconds) * 1_000_000_000
-            + UInt64(takeover.components.attoseconds / 1_000_000_000)
+        self.takeover = takeover.nanoseconds
     }
 
     /// True when the datagram is the camera's.

@@ -13,3 +13,12 @@ public enum MonotonicClock {
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 }
+
+extension Duration {
+    /// Whole nanoseconds, for comparisons with `MonotonicClock` (negative durations count as zero).
+    public var nanoseconds: UInt64 {
+        let c = components
+        guard c.seconds >= 0 else { return 0 }
+        return UInt64(c.seconds) * 1_000_000_000 + UInt64(max(0, c.attoseconds) / 1_000_000_000)
+    }
+}

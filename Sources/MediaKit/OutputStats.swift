@@ -28,12 +28,3 @@ public struct OutputStats: Sendable, Hashable {
         self.camera = camera
     }
 }
-
-extension Duration {
-    /// Whole nanoseconds (negative durations count as zero).
-    var nanoseconds: UInt64 {
-        let c = components
-        guard c.seconds >= 0 else { return 0 }
-        return UInt64(c.seconds) * 1_000_000_000 + UInt64(max(0, c.attoseconds) / 1_000_000_000)
-    }
-}

@@ -152,7 +152,7 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
         lifecycle.resetStallClock()
         let start = [("com", "startliveview"), ("port", String(port))]
         try await cgi.get("exec_takemisc", start)
-        let restartNanos = Self.nanos(options.restartAfter), deadNanos = Self.nanos(options.deadAfter)
+        let restartNanos = options.restartAfter.nanoseconds, deadNanos = options.deadAfter.nanoseconds
         var restarted = false
         do {
             while channel.isActive {
@@ -183,10 +183,6 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
         }
     }
 
-    static func nanos(_ d: Duration) -> UInt64 {
-        let c = d.components
-        return UInt64(max(0, c.seconds)) * 1_000_000_000 + UInt64(max(0, c.attoseconds) / 1_000_000_000)
-    }
 
     private func bindLiveView(publisher: FramePublisher) async throws -> any Channel {
         let expected = endpoint.isIPv4Literal ? endpoint.host : nil

@@ -213,8 +213,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
         sessionBox.withLock { $0 = s }
         try await s.startLiveView()
         let interval = UInt64(1e9 / max(endpoint.maxFPS, 0.1))
-        let stallNanos = UInt64(stallTimeout.components.seconds) * 1_000_000_000
-            + UInt64(stallTimeout.components.attoseconds / 1_000_000_000)
+        let stallNanos = stallTimeout.nanoseconds
         var lastFrame = MonotonicClock.nanos()
         var nextDue: UInt64 = 0
         var busyDelay: UInt64 = 3_000_000
