@@ -24,7 +24,7 @@ public enum SonyVocabulary {
     /// Common white balance → `setWhiteBalance` params, given the modes the camera offers.
     public static func whiteBalanceParams(_ value: String, offered: [String]) -> [Any]? {
         let v = value.lowercased()
-        if v.hasSuffix("k"), let t = Int(v.dropLast()), offered.contains("Color Temperature") {
+        if let t = kelvin(v), offered.contains("Color Temperature") {
             return ["Color Temperature", true, t]
         }
         guard let preset = WhiteBalancePreset(rawValue: v) else { return nil }

@@ -127,9 +127,9 @@ struct SonyRemoteFormat: StreamContainerFormat {
         var offset: Int
     }
     var held: Held?
-    /// Two buffers, so the one an emitted frame still points into is never written.
-    var heldBytes: ([UInt8], [UInt8]) = ([], [])
-    var heldInFirst = true
+    /// The held JPEG's bytes. The framer lets go of an emitted frame's slice before the next step,
+    /// so one reused buffer is never copied on write.
+    var heldBytes: [UInt8] = []
     /// Held JPEGs that went out without their frame information.
     var afUnmatched = 0
     /// The latest JPEG's keys (to notice frame information that follows its JPEG).
@@ -149,9 +149,12 @@ struct SonyRemoteFormat: StreamContainerFormat {
         return k.seq == seq || k.ts == ts
     }
 
-    func areas(width: Int, height: Int) -> [AFArea] {
-        records.map { AFArea(camera: $0.cameraRect, in: .sonyRemote, imageWidth: width, imageHeight: height,
-                             kind: $0.kind, state: $0.state) }
+    /// The current records as the frame's AF areas, in pixels of a `width`×`height` JPEG.
+    func appendAreas(to frame: inout WireFrame, width: Int, height: Int) {
+        for r in records {
+            frame.af.append(AFArea(camera: r.cameraRect, in: .sonyRemote, imageWidth: width, imageHeight: height,
+                                   kind: r.kind, state: r.state))
+        }
     }
 
     /// Writes the held JPEG into `frame` with the current records (`withAF`) or none.
@@ -159,13 +162,12 @@ struct SonyRemoteFormat: StreamContainerFormat {
         guard let h = held else { return false }
         held = nil
         frame.reset()
-        frame.jpeg = heldInFirst ? heldBytes.0[...] : heldBytes.1[...]
+        frame.jpeg = heldBytes[...]
         frame.jpegOffset = h.offset
         frame.info = h.info
         frame.seq = Int64(h.seq)
         frame.pts = Int64(h.ts) * 1_000_000
-        if withAF { frame.af.append(contentsOf: areas(width: h.info.width, height: h.info.height)) } else { afUnmatched += 1 }
-        heldInFirst.toggle()  // the next JPEG goes into the other buffer
+        if withAF { appendAreas(to: &frame, width: h.info.width, height: h.info.height) } else { afUnmatched += 1 }
         return true
     }
 
@@ -214,14 +216,8 @@ struct SonyRemoteFormat: StreamContainerFormat {
             lastJPEGKey = (seq, ts)
             if !matched && infoPerFrame {
                 // Its frame information comes after it: keep the JPEG until then (or the next JPEG).
-                let bytes = w[(b + 136)..<(b + 136 + info.length)]
-                if heldInFirst {
-                    heldBytes.0.removeAll(keepingCapacity: true)
-                    heldBytes.0.append(contentsOf: bytes)
-                } else {
-                    heldBytes.1.removeAll(keepingCapacity: true)
-                    heldBytes.1.append(contentsOf: bytes)
-                }
+                heldBytes.removeAll(keepingCapacity: true)
+                heldBytes.append(contentsOf: w[(b + 136)..<(b + 136 + info.length)])
                 held = Held(seq: seq, ts: ts, info: info, offset: offset + 136)
                 return .skip(total)
             }
@@ -233,7 +229,7 @@ struct SonyRemoteFormat: StreamContainerFormat {
             frame.pts = Int64(ts) * 1_000_000
             // Matched, or the sticky reading where keys do not match or information is sparse.
             if matched || !keysMatch || !infoPerFrame {
-                frame.af.append(contentsOf: areas(width: info.width, height: info.height))
+                appendAreas(to: &frame, width: info.width, height: info.height)
             }
             return .frame(total)
         case 0x02:
