@@ -378,11 +378,13 @@ public enum ControlAPI {
         let lower = why.lowercased()
         let internals = ["errno", "nio", "singleconnectionfailure", "connection errors", "channelerror", "ioerror"]
         guard internals.contains(where: { lower.contains($0) }) else { return why }
-        if lower.contains("refused") { return "the camera refused the connection (is it on, and in remote mode?)" }
-        if lower.contains("timed out") || lower.contains("timeout") { return "the camera does not answer (timeout)" }
-        if lower.contains("reset") || lower.contains("closed") || lower.contains("eof") { return "the camera closed the connection" }
-        if lower.contains("unreachable") || lower.contains("no route") { return "the camera cannot be reached (network unreachable)" }
-        return "the camera cannot be reached"
+        switch NetworkFailure(why) {
+        case .refused: return "the camera refused the connection (is it on, and in remote mode?)"
+        case .timeout: return "the camera does not answer (timeout)"
+        case .closed: return "the camera closed the connection"
+        case .unreachable: return "the camera cannot be reached (network unreachable)"
+        case nil: return "the camera cannot be reached"
+        }
     }
 
     /// Why a camera shows the slate: the driver's last error, or no frames while it says streaming.

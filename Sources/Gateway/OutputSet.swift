@@ -210,12 +210,13 @@ final class OutputSet: @unchecked Sendable {
         guard let raw = driver.lastError else {
             return state == .connecting ? "waiting for the camera to answer" : nil
         }
-        let lower = raw.lowercased()
-        if lower.contains("refused") { return "connection refused" }
-        if lower.contains("timed out") || lower.contains("timeout") { return "the camera does not answer (timeout)" }
-        if lower.contains("reset by peer") || lower.contains("eof") || lower.contains("closed") { return "the camera closed the connection" }
-        if lower.contains("no route") || lower.contains("unreachable") { return "camera unreachable" }
-        return raw.count > 80 ? String(raw.prefix(77)) + "..." : raw
+        switch NetworkFailure(raw) {
+        case .refused: return "connection refused"
+        case .timeout: return "the camera does not answer (timeout)"
+        case .closed: return "the camera closed the connection"
+        case .unreachable: return "camera unreachable"
+        case nil: return raw.count > 80 ? String(raw.prefix(77)) + "..." : raw
+        }
     }
 
     /// The graph of a camera.
@@ -316,5 +317,26 @@ final class OutputSet: @unchecked Sendable {
         for (id, g) in graphs { m.sample("livegate_slate_frames_total", ["camera": id], Double(g.slateFrames)) }
         m.help("livegate_output_sessions_starved_total", "Output sessions that got no media for 5 s (each episode once).", type: "counter")
         for (id, g) in graphs { m.sample("livegate_output_sessions_starved_total", ["camera": id], Double(g.starvedSessions)) }
+    }
+}
+
+/// The network failure a driver's error text describes (NIO's and the drivers' own wordings), so
+/// that the slate, the camera JSON and the API's errors can say it in words.
+enum NetworkFailure {
+    case refused, timeout, closed, unreachable
+
+    init?(_ text: String) {
+        let lower = text.lowercased()
+        if lower.contains("refused") {
+            self = .refused
+        } else if lower.contains("timed out") || lower.contains("timeout") {
+            self = .timeout
+        } else if lower.contains("reset by peer") || lower.contains("eof") || lower.contains("closed") {
+            self = .closed
+        } else if lower.contains("no route") || lower.contains("unreachable") {
+            self = .unreachable
+        } else {
+            return nil
+        }
     }
 }
