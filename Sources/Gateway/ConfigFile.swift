@@ -3,9 +3,9 @@ import MediaKit
 import Yams
 
 /// `livegate run --config FILE`: the YAML file (Yams parses it, Codable reads it). Keys are the `run`
-/// flags in camelCase; `cameras` is a list of `{name, url, overlay, record}`. Every error names the
-/// line and the key. Precedence: flags over `LIVEGATE_*` environment variables over the file over the
-/// defaults (`ConfigLayers`).
+/// flags in camelCase; `cameras` is a list of `{name, url, overlay, record, push}`. Every error names
+/// the line and the key. Precedence: flags over `LIVEGATE_*` environment variables
+/// (`ConfigEnvironment`) over the file over the defaults (the CLI's `Run.settings`).
 public struct ConfigFile: Decodable, Sendable, Equatable {
     public var listen: String?
     public var rtspPort: Int?
@@ -110,37 +110,71 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
         }
     }
 
-    /// Values Codable accepted but livegate does not.
-    func validate(root: Node, file: String) throws(ConfigError) {
-        func fail(_ key: String, _ message: String, camera: Int? = nil) -> ConfigError {
-            var node: Node? = root
-            if let camera { node = root["cameras"]?.sequence.flatMap { camera < $0.count ? $0[camera] : nil } }
-            let line = node?.mapping?.first { $0.key.string == key }?.value.mark?.line
-            return ConfigError(file: file, line: line, key: camera.map { "cameras[\($0)].\(key)" } ?? key, message: message)
-        }
+    /// A value livegate refuses: its key (under `cameras[camera]` when `camera` is set) and why.
+    public struct Problem: Sendable, Equatable {
+        public var key: String
+        public var camera: Int?
+        public var message: String
+    }
+
+    /// The first value livegate refuses. The same rules serve the file, the environment and the
+    /// command line (each caller names the key its own way).
+    public func problem() -> Problem? {
+        func bad(_ key: String, _ message: String, camera: Int? = nil) -> Problem { Problem(key: key, camera: camera, message: message) }
         for (key, port) in [("rtspPort", rtspPort), ("httpPort", httpPort)] {
-            if let port, !(1...65535).contains(port) { throw fail(key, "must be 1…65535, got \(port)") }
+            if let port, !(1...65535).contains(port) { return bad(key, "must be 1…65535, got \(port)") }
         }
-        if let overlay, !["af", "none"].contains(overlay) { throw fail("overlay", "must be af or none, got '\(overlay)'") }
-        if let fps, !(1...120).contains(fps) { throw fail("fps", "must be 1…120, got \(fps)") }
-        if let s = segmentSeconds, !(5...86_400).contains(s) { throw fail("segmentSeconds", "must be 5…86400, got \(s)") }
-        if let l = linger, l < 0 { throw fail("linger", "must be 0 or more seconds, got \(l)") }
+        if let overlay, !["af", "none"].contains(overlay) { return bad("overlay", "must be af or none, got '\(overlay)'") }
+        if let fps, !(1...120).contains(fps) { return bad("fps", "must be 1…120, got \(fps)") }
+        if let s = segmentSeconds, !(5...86_400).contains(s) { return bad("segmentSeconds", "must be 5…86400, got \(s)") }
+        if let l = linger, l < 0 { return bad("linger", "must be 0 or more seconds, got \(l)") }
         if let t = token, t.count < 16 || !t.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != ":" }) {
-            throw fail("token", "must be at least 16 printable characters without spaces or ':' (livegate token makes one)")
+            return bad("token", "must be at least 16 printable characters without spaces or ':' (livegate token makes one)")
         }
         if let level = logLevel, !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {
-            throw fail("logLevel", "must be trace, debug, info, notice, warning, error or critical, got '\(level)'")
+            return bad("logLevel", "must be trace, debug, info, notice, warning, error or critical, got '\(level)'")
+        }
+        // The node name goes into a GStreamer launch line: nothing that could end or extend it.
+        if let n = pipewire, n.isEmpty || !n.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) {
+            return bad("pipewire", "may only use letters, digits, '-', '_' and '.'")
         }
         for (i, c) in (cameras ?? []).enumerated() {
-            if let o = c.overlay, !["af", "none"].contains(o) { throw fail("overlay", "must be af or none, got '\(o)'", camera: i) }
+            if let o = c.overlay, !["af", "none"].contains(o) { return bad("overlay", "must be af or none, got '\(o)'", camera: i) }
             if let n = c.name, !CameraSpec.isValidID(n) {
-                throw fail("name", "'\(n)' may only use letters, digits, '-' and '_'", camera: i)
+                return bad("name", "'\(n)' may only use letters, digits, '-' and '_'", camera: i)
             }
-            do { _ = try CameraSpec.parse(c.url, index: i) } catch { throw fail("url", "\(error)", camera: i) }
+            do { _ = try CameraSpec.parse(c.url, index: i) } catch { return bad("url", "\(error)", camera: i) }
             for u in c.push?.urls ?? [] {
-                do { _ = try PushOutput.check(u) } catch { throw fail("push", "\(error)", camera: i) }
+                do { _ = try PushOutput.check(u) } catch { return bad("push", "\(error)", camera: i) }
             }
         }
+        return nil
+    }
+
+    /// These settings with every value `other` sets put over them (the layers: file, environment, flags).
+    public func overridden(by other: ConfigFile) -> ConfigFile {
+        var c = self
+        func take<T>(_ key: WritableKeyPath<ConfigFile, T?>) {
+            if let v = other[keyPath: key] { c[keyPath: key] = v }
+        }
+        take(\.listen); take(\.rtspPort); take(\.httpPort); take(\.hls); take(\.hlsDir); take(\.record)
+        take(\.captures); take(\.segmentSeconds); take(\.overlay); take(\.fps); take(\.linger); take(\.logLevel)
+        take(\.v4l2); take(\.pipewire); take(\.token); take(\.allowedHosts); take(\.cameras)
+        return c
+    }
+
+    /// The `run` flag of a key: `rtspPort` → `--rtsp-port`.
+    public static func flag(_ key: String) -> String {
+        "--" + key.map { $0.isUppercase ? "-" + $0.lowercased() : String($0) }.joined()
+    }
+
+    /// Values Codable accepted but livegate does not, with the line they are on.
+    func validate(root: Node, file: String) throws(ConfigError) {
+        guard let p = problem() else { return }
+        var node: Node? = root
+        if let camera = p.camera { node = root["cameras"]?.sequence.flatMap { camera < $0.count ? $0[camera] : nil } }
+        let line = node?.mapping?.first { $0.key.string == p.key }?.value.mark?.line
+        throw ConfigError(file: file, line: line, key: p.camera.map { "cameras[\($0)].\(p.key)" } ?? p.key, message: p.message)
     }
 
     /// The cameras of the file as specs (ids default to cam0, cam1 … by position).
@@ -244,7 +278,7 @@ public enum ConfigEnvironment {
 
     /// The file's values overridden by the environment's; an unusable value names its variable.
     public static func apply(_ env: [String: String], to file: ConfigFile) throws(ConfigError) -> ConfigFile {
-        var c = file
+        var c = ConfigFile()
         func text(_ key: String) -> String? {
             guard let v = env[variable(key)], !v.isEmpty else { return nil }
             return v
@@ -287,15 +321,11 @@ public enum ConfigEnvironment {
                 return ConfigFile.Camera(name: nil, url: s)
             }
         }
-        // The same checks as the file's, naming the variable.
-        do {
-            try c.validate(root: .mapping(.init([])), file: "environment")
-        } catch {
-            var e = error
-            if let k = e.key { e.key = variable(k.split(separator: ".").first.map(String.init) ?? k) }
-            throw e
+        // The same rules as the file's, naming the variable.
+        if let p = c.problem() {
+            throw ConfigError(file: "environment", line: nil, key: variable(p.camera == nil ? p.key : "cameras"), message: p.message)
         }
-        return c
+        return file.overridden(by: c)
     }
 }
 

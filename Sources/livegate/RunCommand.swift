@@ -62,25 +62,33 @@ struct Run: AsyncParsableCommand {
     var allowedHost: [String] = []
 
     func validate() throws {
-        for (name, p) in [("--rtsp-port", rtspPort), ("--http-port", httpPort)] {
-            if let p, !(1...65535).contains(p) { throw ValidationError("\(name) must be 1…65535, got \(p)") }
-        }
-        if let overlay, !["af", "none"].contains(overlay) { throw ValidationError("--overlay must be af or none, got '\(overlay)'") }
-        if let fps, !(1...120).contains(fps) { throw ValidationError("--fps must be 1…120, got \(fps)") }
-        if let s = segmentSeconds, !(5...86_400).contains(s) { throw ValidationError("--segment-seconds must be 5…86400, got \(s)") }
-        if let l = linger, l < 0 { throw ValidationError("--linger must be 0 or more seconds, got \(l)") }
-        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
-            throw ValidationError("unknown --log-level '\(logLevel)'; use trace, debug, info, notice, warning or error")
-        }
-        if let pipewire, pipewire.isEmpty || !pipewire.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) {
-            throw ValidationError("--pipewire NAME may only use letters, digits, '-', '_' and '.'")
-        }
+        // The flags' values by the config file's rules, named as flags.
+        if let p = flagSettings().problem() { throw ValidationError("\(ConfigFile.flag(p.key)) \(p.message)") }
         for (i, c) in camera.enumerated() {
             do { _ = try CameraSpec.parse(c, index: i) } catch { throw ValidationError("--camera: \(error)") }
         }
-        if let t = token, t.count < 16 || !t.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != ":" }) {
-            throw ValidationError("--token must be at least 16 printable characters without spaces or ':' (livegate token makes one)")
-        }
+    }
+
+    /// The settings the flags give (nil where a flag is absent).
+    func flagSettings() -> ConfigFile {
+        var c = ConfigFile()
+        c.listen = listen
+        c.rtspPort = rtspPort
+        c.httpPort = httpPort
+        c.hls = hls
+        c.hlsDir = hlsDir
+        c.record = record
+        c.captures = captures
+        c.segmentSeconds = segmentSeconds
+        c.v4l2 = v4l2
+        c.pipewire = pipewire
+        c.overlay = overlay
+        c.fps = fps
+        c.linger = linger
+        c.logLevel = logLevel
+        c.token = token
+        c.allowedHosts = allowedHost.isEmpty ? nil : allowedHost
+        return c
     }
 
     /// The file (when given) under the environment under the flags.
@@ -90,23 +98,7 @@ struct Run: AsyncParsableCommand {
             c = try ConfigFile.load(path: path)
         }
         c = try ConfigEnvironment.apply(env, to: c)
-        if let v = listen { c.listen = v }
-        if let v = rtspPort { c.rtspPort = v }
-        if let v = httpPort { c.httpPort = v }
-        if let v = hls { c.hls = v }
-        if let v = hlsDir { c.hlsDir = v }
-        if let v = record { c.record = v }
-        if let v = captures { c.captures = v }
-        if let v = segmentSeconds { c.segmentSeconds = v }
-        if let v = v4l2 { c.v4l2 = v }
-        if let v = pipewire { c.pipewire = v }
-        if let v = overlay { c.overlay = v }
-        if let v = fps { c.fps = v }
-        if let v = linger { c.linger = v }
-        if let v = logLevel { c.logLevel = v }
-        if let v = token { c.token = v }
-        if !allowedHost.isEmpty { c.allowedHosts = allowedHost }
-        return c
+        return c.overridden(by: flagSettings())
     }
 
     /// The cameras: the flags' when any, else the file's / environment's, else an emulated camera.

@@ -145,6 +145,7 @@ struct ConfigFileTests {
         #expect(error("cameras:\n  - url: emulator:sony\n    colour: red\n") == "f.yaml:3: cameras[0].colour: unknown key; known keys: name, url, overlay, record, push")
         #expect(error("httpPort: [8080\nfps: 3\n").hasPrefix("f.yaml:2: not valid YAML: while parsing a flow sequence"))
         #expect(error("- a\n- b\n") == "f.yaml:1: the file must be a mapping of keys (listen:, cameras: …)")
+        #expect(error("httpPort: 8080\npipewire: 'a b'\n") == "f.yaml:2: pipewire: may only use letters, digits, '-', '_' and '.'")
     }
 
     @Test func theEnvironmentOverridesTheFile() throws {
@@ -159,8 +160,10 @@ struct ConfigFileTests {
     }
 
     @Test func theShippedExampleLoads() throws {
+        // livegate's own parser: every key known, every value acceptable (deploy_check.sh leaves it here).
         let c = try ConfigFile.load(path: repoRoot.appendingPathComponent("deploy/livegate.yaml").path)
         #expect(try c.cameraSpecs().count >= 1)
+        #expect(c.cameras?.allSatisfy { $0.name != nil } == true, "every example camera has a name")
     }
 }
 
@@ -313,6 +316,11 @@ struct OperationsTests {
         let port = try await runProcessAsync(bin, ["run", "--rtsp-port", "99999"], timeout: 20)
         #expect(port.status != 0 && port.output.contains("Error: --rtsp-port must be 1…65535, got 99999")
                 && port.output.contains("Usage: livegate run "), "\(port.output)")
+        // The flags follow the config file's rules, named as flags.
+        let segment = try await runProcessAsync(bin, ["run", "--segment-seconds", "1"], timeout: 20)
+        #expect(segment.status != 0 && segment.output.contains("Error: --segment-seconds must be 5…86400, got 1"), "\(segment.output)")
+        let node = try await runProcessAsync(bin, ["run", "--pipewire", "a\" ! fakesink"], timeout: 20)
+        #expect(node.status != 0 && node.output.contains("Error: --pipewire may only use letters, digits, '-', '_' and '.'"), "\(node.output)")
         let env = try await runProcessAsync("/usr/bin/env", ["LIVEGATE_HTTP_PORT=eighty", bin, "run"], timeout: 20)
         #expect(env.status != 0 && env.output.contains("Error: environment: LIVEGATE_HTTP_PORT: must be a whole number, got 'eighty'"), "\(env.output)")
     }
