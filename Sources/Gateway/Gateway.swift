@@ -140,7 +140,6 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         }
         driver.start(hub: cam.hub)
         runtimes.withLock { $0.append(Camera(runtime: cam, spec: spec, emulator: emulator)) }
-        metrics.cameraAdded(cam.id)
     }
 
     /// Stops one camera and takes it off every output; its recording is finished cleanly.

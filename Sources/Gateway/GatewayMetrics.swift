@@ -75,9 +75,6 @@ final class GatewayMetrics: Sendable {
         return registry.emitToString()
     }
 
-    /// A camera was added: nothing to do until it is scraped (series are made on first sight).
-    func cameraAdded(_ id: String) {}
-
     /// A camera was removed: its series go, so `/metrics` does not report a camera that is gone.
     func cameraRemoved(_ id: String) {
         let (counters, gauges, timers) = series.withLock { s -> ([Prometheus.Counter], [Prometheus.Gauge], [CoreMetrics.Timer]) in

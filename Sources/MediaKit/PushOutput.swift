@@ -47,7 +47,9 @@ public final class PushOutput: Sendable {
     private let onChange: @Sendable (Status) -> Void
     private let status: Mutex<Status>
     private let task = Mutex<Task<Void, Never>?>(nil)
+    /// Frames pushed by connections that have ended, and the connection running now.
     private let pushedFrames = Atomic<Int>(0)
+    private let live = Mutex<AppSource?>(nil)
     private let errorCount = Atomic<Int>(0)
 
     /// Checks a URL and names what is wrong with it.
@@ -154,8 +156,10 @@ public final class PushOutput: Sendable {
             return "\(error)"
         }
         let consumer = graph.encoded.addConsumer(kind: .stream, source: source)
+        live.withLock { $0 = source }
         defer {
             graph.encoded.removeConsumer(consumer)
+            live.withLock { $0 = nil }
             pushedFrames.wrappingAdd(source.pushed, ordering: .relaxed)
             pipeline.finish(appsrc: source.element, timeout: 1)
             pipeline.stop()
@@ -173,7 +177,7 @@ public final class PushOutput: Sendable {
         return "stopped"
     }
 
-    /// GStreamer's error text, without the URL it may quote.
+    /// GStreamer's error text, shortened for the API and the events.
     static func readable(_ error: String?) -> String {
         guard let e = error else { return "the server went away" }
         return e.count > 160 ? String(e.prefix(157)) + "..." : e
@@ -182,7 +186,7 @@ public final class PushOutput: Sendable {
     /// framesOut = H.264 frames handed to the push, errors = failed connections.
     public func stats() -> OutputStats {
         var s = OutputStats(output: "push", camera: camera)
-        s.framesOut = pushedFrames.load(ordering: .relaxed)
+        s.framesOut = pushedFrames.load(ordering: .relaxed) + (live.withLock { $0 }?.pushed ?? 0)
         s.errors = errorCount.load(ordering: .relaxed)
         s.clients = current.state == .pushing ? 1 : 0
         return s

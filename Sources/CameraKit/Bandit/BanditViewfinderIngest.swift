@@ -64,10 +64,10 @@ public final class BanditViewfinderIngest: @unchecked Sendable {
         return off >= 1 && off <= span
     }
 
-    /// Feeds one datagram (the UDP payload).
     /// A datagram from someone other than the camera's stream, dropped unread.
     public func foreignDatagram() { stats.foreignDatagram() }
 
+    /// Feeds one datagram (the UDP payload).
     public func ingest(_ d: ArraySlice<UInt8>) {
         datagrams += 1
         let b = d.startIndex
