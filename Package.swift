@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "MediaKit", targets: ["MediaKit"]),
         .library(name: "CameraEmulators", targets: ["CameraEmulators"]),
         .library(name: "Vendors", targets: ["Vendors"]),
+        .library(name: "GatewayAPI", targets: ["GatewayAPI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -38,6 +39,7 @@ let package = Package(
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstrtspserver-1.0-dev"])]),
         .target(name: "CGStreamerShim", dependencies: ["CGStreamer"]),
         .target(name: "LiveViewCore", swiftSettings: strict),
+        .target(name: "GatewayAPI", swiftSettings: strict),
         .target(name: "JPEGKit", dependencies: ["CTurboJPEG", "LiveViewCore"], swiftSettings: strict),
         .target(name: "CameraWire", dependencies: ["JPEGKit", "LiveViewCore"], swiftSettings: strict),
         .target(
@@ -69,7 +71,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "Gateway",
-            dependencies: ["Vendors", "CameraKit", "CameraEmulators", "MediaKit", "CameraWire", "LiveViewCore", "JPEGKit",
+            dependencies: ["GatewayAPI", "Vendors", "CameraKit", "CameraEmulators", "MediaKit", "CameraWire", "LiveViewCore", "JPEGKit",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "Yams", package: "Yams"),
@@ -79,7 +81,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "livegate",
-            dependencies: ["Gateway", "MediaKit", "Vendors", "CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore",
+            dependencies: ["Gateway", "GatewayAPI", "MediaKit", "Vendors", "CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -87,17 +89,18 @@ let package = Package(
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["LiveViewCore"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LiveViewCoreTests", dependencies: ["LiveViewCore"], swiftSettings: strict),
         .testTarget(name: "CameraWireTests", dependencies: ["CameraWire", "JPEGKit", "LiveViewCore"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "JPEGKit", "LiveViewCore"], swiftSettings: strict),
         .testTarget(
             name: "CameraKitTests",
-            dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore"],
+            dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["Gateway", "Vendors", "CameraKit", "CameraEmulators", "LiveViewCore", "JPEGKit",
+            dependencies: ["Gateway", "Vendors", "CameraKit", "CameraEmulators", "LiveViewCore", "JPEGKit", "TestSupport",
                            .product(name: "HummingbirdTesting", package: "hummingbird")],
             swiftSettings: strict),
     ]

@@ -4,21 +4,21 @@ import LiveViewCore
 /// The emulators' picture: MediaKit's libjpeg-turbo test pattern (frame counter, moving subject)
 /// with the AF box on the subject, or — for two seconds after a touch-AF — a focused box centred on
 /// the touched point.
-public final class TestPatternSource: EmulatorFrameSource, @unchecked Sendable {
+public final class TestPatternSource: EmulatorFrameSource, Sendable {
     private struct State {
         var pattern: TestPattern
         var touch: (x: Double, y: Double, untilFrame: Int)?
         var lastIndex = 0
     }
 
-    private let state: Locked<State>
+    private let state: Mutex<State>
     public let width: Int
     public let height: Int
 
     public init(width: Int = 768, height: Int = 432) throws {
         self.width = width
         self.height = height
-        state = Locked(State(pattern: try TestPattern(width: width, height: height)))
+        state = Mutex(State(pattern: try TestPattern(width: width, height: height)))
     }
 
     public func frame(index: Int) -> EmulatedFrame {

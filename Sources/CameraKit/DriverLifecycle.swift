@@ -9,10 +9,10 @@ public protocol FatalDriverError: Error, CustomStringConvertible {}
 /// exponential back-off (250 ms doubling to `maxBackoff`, so a camera that comes back is
 /// streaming again within a few seconds).
 public final class DriverLifecycle: Sendable {
-    private let stateBox = Locked(CameraState.stopped)
-    private let task = Locked<Task<Void, Never>?>(nil)
-    private let lastFrame = Locked<UInt64>(0)
-    private let lastErrorBox = Locked<String?>(nil)
+    private let stateBox = Mutex(CameraState.stopped)
+    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let lastFrame = Mutex<UInt64>(0)
+    private let lastErrorBox = Mutex<String?>(nil)
     let logger: Logger
     let name: String
     let stats: DriverStats

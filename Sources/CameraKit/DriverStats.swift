@@ -1,4 +1,3 @@
-import Synchronization
 import LiveViewCore
 
 /// Counters a driver keeps; read from any thread.

@@ -1,7 +1,7 @@
+import LiveViewCore
 import CameraKit
 import CameraWire
 public import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif

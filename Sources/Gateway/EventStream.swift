@@ -2,7 +2,6 @@ import CameraKit
 import Foundation
 import LiveViewCore
 import MediaKit
-import Synchronization
 
 /// The camera events of `GET /api/v1/events` (Server-Sent Events), one stream for all cameras:
 /// `state` (connection state and the reason when away), `property` (a property's value changed) and
@@ -17,7 +16,8 @@ import Synchronization
 /// (browsers' EventSource do it by themselves) first gets what it missed, from the newest
 /// `replayLimit` events, then the current states and properties like any newcomer.
 final class EventStream: Sendable {
-    private let cameras: @Sendable () -> [CameraRuntime]
+    /// The gateway's cameras at the moment of asking (set once by the gateway, which owns the list).
+    private let cameraList = Mutex<@Sendable () -> [CameraRuntime]>({ [] })
     private struct Listeners {
         var subscribers: [Int: AsyncStream<String>.Continuation] = [:]
         var lastID = 0
@@ -29,8 +29,15 @@ final class EventStream: Sendable {
     private let nextID = Atomic<Int>(1)
     private let watcher = Mutex<Task<Void, Never>?>(nil)
 
-    init(cameras: @escaping @Sendable () -> [CameraRuntime]) {
-        self.cameras = cameras
+    init() {}
+
+    /// Where the stream reads the current cameras from.
+    func readCameras(from list: @escaping @Sendable () -> [CameraRuntime]) {
+        cameraList.withLock { $0 = list }
+    }
+
+    private func cameras() -> [CameraRuntime] {
+        cameraList.withLock { $0 }()
     }
 
     /// A new listener: its stream starts with the events after `lastEventID` when they are still

@@ -7,13 +7,12 @@ public import Logging
 public import NIOCore
 public import NIOPosix
 public import ServiceLifecycle
-import Synchronization
 import Vendors
 
 /// The composition root: cameras (drivers or in-process emulators) → hubs → outputs, plus the
 /// metrics the control API exports. Runs as a service; graceful shutdown stops the cameras and
 /// finishes the recording segments.
-public final class Gateway: ControlModel, Service, @unchecked Sendable {
+public final class Gateway: ControlModel, Service, Sendable {
     public let options: GatewayOptions
     let logger: Logger
     let group: any EventLoopGroup
@@ -23,17 +22,17 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         let spec: CameraSpec
         let emulator: (any CameraEmulator)?
     }
-    private let runtimes = Locked<[Camera]>([])
-    private let nextIndex = Locked(0)
-    private let reloading = Locked(false)
-    private let reloadProvider = Locked<(@Sendable () throws -> [CameraSpec])?>(nil)
+    private let runtimes = Mutex<[Camera]>([])
+    private let nextIndex = Mutex(0)
+    private let reloading = Mutex(false)
+    private let reloadProvider = Mutex<(@Sendable () throws -> [CameraSpec])?>(nil)
     let outputs: OutputSet
     private let events: EventStream
     let captureStore: CaptureStore
     let metrics = GatewayMetrics()
     private let captureFailures = Atomic<Int>(0)
-    private let capturesSaved = Locked<[String: Int]>([:])
-    private let started = Locked(false)
+    private let capturesSaved = Mutex<[String: Int]>([:])
+    private let started = Mutex(false)
     public let startedAt = Date()
 
     public init(options: GatewayOptions, logger: Logger, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
@@ -42,9 +41,9 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
         self.group = group
         self.outputs = OutputSet(options: options, logger: logger)
         self.captureStore = CaptureStore(root: options.capturesDirectory)
-        let runtimes = self.runtimes
-        let events = EventStream(cameras: { runtimes.withLock { $0.map(\.runtime) } })
+        let events = EventStream()
         self.events = events
+        events.readCameras { [weak self] in self?.runtimes.withLock { $0.map(\.runtime) } ?? [] }
         outputs.recordingObserver.withLock { $0 = { events.recordingSegment($0) } }
         outputs.pushObserver.withLock { $0 = { events.push(camera: $0, $1) } }
     }
@@ -216,7 +215,11 @@ public final class Gateway: ControlModel, Service, @unchecked Sendable {
     }
 
     /// Called once every camera and output has started (the CLI prints the URLs then).
-    public var onStarted: (@Sendable (Gateway) -> Void)?
+    public var onStarted: (@Sendable (Gateway) -> Void)? {
+        get { startedHandler.withLock { $0 } }
+        set { startedHandler.withLock { $0 = newValue } }
+    }
+    private let startedHandler = Mutex<(@Sendable (Gateway) -> Void)?>(nil)
 
     /// Service entry: start, wait for graceful shutdown, stop.
     public func run() async throws {

@@ -1,6 +1,6 @@
+import LiveViewCore
 import CoreMetrics
 import Prometheus
-import Synchronization
 
 /// The gateway's metrics, exported at `/metrics` by swift-prometheus (one registry per gateway, so
 /// several gateways in one process never share series).

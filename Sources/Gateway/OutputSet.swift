@@ -7,7 +7,7 @@ import MediaKit
 /// The GStreamer outputs of every camera, all fed by the camera's media graph (`CameraGraph`:
 /// branches that run only while consumed, one shared decode and one shared encoder per camera, the
 /// offline slate): RTSP (H.264 + raw MJPEG), HLS on demand, the virtual webcam and the recorder.
-final class OutputSet: @unchecked Sendable {
+final class OutputSet: Sendable {
     let options: GatewayOptions
     let logger: Logger
     private struct State {
@@ -23,11 +23,11 @@ final class OutputSet: @unchecked Sendable {
         var recorders: [String: Recorder] = [:]
         var pushes: [String: [PushOutput]] = [:]
     }
-    private let state = Locked(State())
+    private let state = Mutex(State())
     /// Told of every recording segment that starts or ends (the event stream).
-    let recordingObserver = Locked<(@Sendable (RecordingSegment) -> Void)?>(nil)
+    let recordingObserver = Mutex<(@Sendable (RecordingSegment) -> Void)?>(nil)
     /// Told when a push to a media server changes state (the event stream).
-    let pushObserver = Locked<(@Sendable (String, PushOutput.Status) -> Void)?>(nil)
+    let pushObserver = Mutex<(@Sendable (String, PushOutput.Status) -> Void)?>(nil)
 
     init(options: GatewayOptions, logger: Logger) {
         self.options = options

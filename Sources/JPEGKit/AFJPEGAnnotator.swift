@@ -1,5 +1,4 @@
 public import LiveViewCore
-import Synchronization
 
 /// The camera's JPEG with its AF areas drawn in, for the MJPEG viewers that ask for it
 /// (`/mjpeg/{camera}?overlay=af`): decode (libjpeg-turbo), draw, encode again. Nothing is allocated

@@ -1,5 +1,4 @@
 public import LiveViewCore
-import Synchronization
 
 /// The memory layout of a planar 4:2:0 (I420) picture, identical to GStreamer's default `I420`
 /// layout for `video/x-raw,format=I420` (luma stride rounded up to 4, chroma stride to 4), so a
@@ -39,6 +38,8 @@ public struct I420Layout: Sendable, Hashable {
 /// A decoded picture in planar I420 with the metadata of the frame it came from. Pooled and
 /// reference counted by hand like `Frame`: `retain()` before handing it to a second owner (a
 /// GStreamer buffer), `release()` once when done; the last release returns it to its pool.
+/// Unchecked because it owns a C buffer; it is written by one owner before it is handed on (through
+/// a lock), and only read afterwards.
 public final class I420Picture: @unchecked Sendable {
     /// Current layout (changes only while the picture is owned by one writer).
     public private(set) var layout: I420Layout

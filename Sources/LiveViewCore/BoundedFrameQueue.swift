@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A bounded first-in-first-out queue of frames for consumers that must not lose frames silently
 /// (the recorder). When full, a push is refused and counted as an overflow; the caller decides what to
@@ -10,7 +9,7 @@ public final class BoundedFrameQueue: Sendable {
         var count = 0
     }
 
-    private let ring: Locked<Ring>
+    private let ring: Mutex<Ring>
     private let overflowCount = Atomic<Int>(0)
     private let wake: @Sendable () -> Void
     /// The most frames that can wait.
@@ -21,7 +20,7 @@ public final class BoundedFrameQueue: Sendable {
         precondition(capacity > 0)
         self.capacity = capacity
         self.wake = wake
-        ring = Locked(Ring(slots: Array(repeating: nil, count: capacity)))
+        ring = Mutex(Ring(slots: Array(repeating: nil, count: capacity)))
     }
 
     deinit {

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// One live-view frame: the camera's JPEG bytes in a pooled buffer, the camera's sequence number and
 /// PTS when the vendor sends them, the gateway's arrival time, the image size from the JPEG's SOF and
@@ -8,6 +7,8 @@ import Synchronization
 /// per frame: whoever holds a frame calls `release()` once when done; `retain()` before handing it to
 /// a second owner (a GStreamer buffer, a queue). The last release returns the frame to its pool.
 /// A frame's fields are written only by its producer before it is published, and read-only afterwards.
+/// Unchecked because it owns a C buffer (`storage`); the publish hand-over (the hub's lock) orders
+/// the producer's writes before every reader.
 public final class Frame: @unchecked Sendable {
     /// Storage for the JPEG bytes; `count` bytes from the start are valid.
     public private(set) var storage: UnsafeMutableRawBufferPointer

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// One producer, many consumers. Each paced consumer has its own `FramePacer` (latest wins), so a
 /// slow viewer never stalls ingest or the others; lossless consumers (the recorder) have a

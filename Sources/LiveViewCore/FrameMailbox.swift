@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A lock-free single-slot mailbox: the producer puts the newest frame with one atomic exchange, the
 /// consumer takes whatever is there with another. A frame that was still waiting when a newer one

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Frame pacing with completion handlers: a consumer gets the next frame only after it has called
 /// the completion of the last one. Frames published meanwhile wait in a single-slot mailbox where the

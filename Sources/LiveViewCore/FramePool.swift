@@ -1,10 +1,9 @@
-import Synchronization
 
 /// A bounded pool of reusable frames. `take()` hands out a frame with one owner; its last
 /// `release()` brings it back here. When the pool is empty a new frame is allocated (counted), so a
 /// burst never blocks ingest; frames beyond `capacity` are freed instead of kept.
 public final class FramePool: Sendable {
-    private let free: Locked<[Frame]>
+    private let free: Mutex<[Frame]>
     private let frameCapacity: Int
     /// Number of frames the pool keeps at most.
     public let capacity: Int
@@ -16,7 +15,7 @@ public final class FramePool: Sendable {
         self.frameCapacity = frameBytes
         var list: [Frame] = []
         list.reserveCapacity(capacity)
-        free = Locked(list)
+        free = Mutex(list)
     }
 
     /// A frame with one owner and cleared metadata.

@@ -1,7 +1,6 @@
 public import JPEGKit
 public import LiveViewCore
 public import Logging
-import Synchronization
 
 /// The picture branch of a camera's media graph: the one decode per camera frame that every
 /// raw-video consumer shares (the shared H.264 encoder, the virtual webcam). A hub consumer
@@ -59,7 +58,7 @@ public final class AnnotatedStream: Sendable {
             let start = MonotonicClock.nanos()
             let pic = state.pool.take(width: max(frame.width, 16), height: max(frame.height, 16))
             do {
-                try state.decoder.decode(frame.bytes, into: pic)
+                try state.decoder.withLock { try $0.decode(frame.bytes, into: pic) }
             } catch {
                 pic.release()
                 if counters.errors.wrappingAdd(1, ordering: .relaxed).newValue % 100 == 1 {
@@ -171,11 +170,11 @@ public final class AnnotatedStream: Sendable {
 }
 
 /// The decoder and picture pool, used only on the stream's thread.
-final class DecodeState: @unchecked Sendable {
-    let decoder: JPEGDecoder
+final class DecodeState: Sendable {
+    let decoder: Mutex<JPEGDecoder>
     let pool: I420PicturePool
-    init(decoder: JPEGDecoder, pool: I420PicturePool) {
-        self.decoder = decoder
+    init(decoder: consuming sending JPEGDecoder, pool: I420PicturePool) {
+        self.decoder = Mutex(decoder)
         self.pool = pool
     }
 }

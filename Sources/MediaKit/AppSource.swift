@@ -2,9 +2,10 @@ import JPEGKit
 internal import CGStreamer
 internal import CGStreamerShim
 import LiveViewCore
-import Synchronization
 
 /// One `appsrc` (a reference is held) with the timing and caps state of the thread pushing into it.
+/// Unchecked because it holds a C pointer (the appsrc, with a reference of its own); its timing
+/// state is behind `state`.
 final class AppSource: @unchecked Sendable {
     let element: UnsafeMutablePointer<GstElement>
     /// Identity of the owner (e.g. the RTSP media), for removal.

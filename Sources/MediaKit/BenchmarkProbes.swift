@@ -10,10 +10,10 @@ public import Logging
 
 /// One camera's media graph (the real `CameraGraph`) whose consumers are benchmark pipelines.
 @_spi(Benchmarks)
-public final class RTSPMountProbe: @unchecked Sendable {
+public final class RTSPMountProbe: Sendable {
     /// The graph under test.
     public let graph: CameraGraph
-    private var pipelines: [BenchPipeline] = []
+    private let pipelines = Mutex<[BenchPipeline]>([])
     private let runtime: GStreamerRuntime
 
     /// `hub` feeds the graph (the camera counts as streaming, so no slate is shown).
@@ -34,14 +34,14 @@ public final class RTSPMountProbe: @unchecked Sendable {
     public func attach(launch: String, h264: Bool) throws -> BenchPipeline {
         let p = try BenchPipeline(runtime: runtime, launch: launch, name: h264 ? "bench-h264" : "bench-raw")
         guard let src = p.pipeline.child("src") else { throw MediaError("bench pipeline has no appsrc 'src'") }
-        let owner = UInt(pipelines.count + 1)
+        let owner = UInt(pipelines.withLock { $0.count } + 1)
         let source = AppSource(element: src, owner: owner)
         if h264 {
             _ = graph.encoded.addConsumer(kind: .stream, source: source)
         } else {
             graph.jpeg.add(source)
         }
-        pipelines.append(p)
+        pipelines.withLock { $0.append(p) }
         return p
     }
 
@@ -52,14 +52,13 @@ public final class RTSPMountProbe: @unchecked Sendable {
     /// Stops the graph and the pipelines.
     public func stop() {
         graph.stop()
-        for p in pipelines { p.stop() }
-        pipelines.removeAll()
+        for p in pipelines.withLock({ l in defer { l.removeAll() }; return l }) { p.stop() }
     }
 }
 
 /// A running pipeline built from a launch string (MediaKit's `MediaPipeline`).
 @_spi(Benchmarks)
-public final class BenchPipeline: @unchecked Sendable {
+public final class BenchPipeline: Sendable {
     let pipeline: MediaPipeline
 
     init(runtime: GStreamerRuntime, launch: String, name: String) throws {

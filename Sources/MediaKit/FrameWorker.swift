@@ -1,14 +1,13 @@
 import Dispatch
 import Foundation
 import LiveViewCore
-import Synchronization
 
 /// A dedicated thread that takes frames from a `FramePacer` (its `deliver`), runs a handler on each,
 /// then releases the frame and calls the pacer's completion. Because the pacer hands over one frame
 /// at a time, a single slot is enough; heavy work (decode, encode) stays off the publisher's thread
 /// and off the cooperative pool.
 final class FrameWorker: Sendable {
-    private struct Pending: @unchecked Sendable {
+    private struct Pending: Sendable {
         var frame: Frame?
         var completion: PacerCompletion?
         var stopping = false

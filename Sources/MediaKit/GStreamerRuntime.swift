@@ -1,9 +1,9 @@
+import LiveViewCore
 internal import CGStreamer
 internal import CGStreamerShim
 import Dispatch
 import Foundation
 public import Logging
-import Synchronization
 
 /// Why a MediaKit output could not be started.
 public struct MediaError: Error, CustomStringConvertible, Sendable {
@@ -17,6 +17,8 @@ public struct MediaError: Error, CustomStringConvertible, Sendable {
 /// on a dedicated thread. The RTSP server and the bus watches of every pipeline are attached to that
 /// context; errors and warnings from the buses are logged through swift-log.
 public final class GStreamerRuntime: Sendable {
+    /// Unchecked because it holds C pointers; the context and loop are only used on the loop's thread
+    /// or through GLib's thread-safe calls (`g_main_context_invoke`, `g_main_loop_quit`).
     struct Handles: @unchecked Sendable {
         let context: OpaquePointer
         let loop: OpaquePointer
@@ -89,14 +91,16 @@ final class SignalBox {
 
 /// A running GStreamer pipeline built from a launch string, with a bus watch on the runtime's
 /// main context that logs errors/warnings and records EOS.
+/// Unchecked because it holds a C pointer: the pipeline, a thread-safe GStreamer object (its bus
+/// watch is behind `watch`).
 final class MediaPipeline: @unchecked Sendable {
     let element: UnsafeMutablePointer<GstElement>
     let name: String
     private let logger: Logger
-    private var watch: UnsafeMutablePointer<GSource>?
+    private let watch: Mutex<UnsafeMutablePointer<GSource>?>
     private let watchState: WatchState
 
-    final class WatchState: @unchecked Sendable {
+    final class WatchState: Sendable {
         let eos = DispatchSemaphore(value: 0)
         let errors = Atomic<Int>(0)
         let lastError = Mutex<String?>(nil)
@@ -120,14 +124,14 @@ final class MediaPipeline: @unchecked Sendable {
         self.logger = logger
         watchState = WatchState(logger: logger, name: name)
         let user = Unmanaged.passRetained(watchState).toOpaque()
-        watch = lg_bus_watch_attach(el, runtime.context, { _, msg, user in
+        watch = Mutex(lg_bus_watch_attach(el, runtime.context, { _, msg, user in
             guard let msg, let user else { return 1 }
             let st = Unmanaged<WatchState>.fromOpaque(user).takeUnretainedValue()
             MediaPipeline.handle(msg, st)
             return 1
         }, user, { user in
             if let user { Unmanaged<WatchState>.fromOpaque(user).release() }
-        })
+        }))
     }
 
     static func handle(_ msg: UnsafeMutablePointer<GstMessage>, _ st: WatchState) {
@@ -179,14 +183,26 @@ final class MediaPipeline: @unchecked Sendable {
     /// Stops the pipeline (NULL state) and removes the bus watch. Idempotent.
     func stop() {
         _ = lg_element_set_state(element, GST_STATE_NULL)
-        if let w = watch {
-            lg_source_remove(w)
-            watch = nil
+        let removed = watch.withLock { w -> Bool in
+            guard let source = w else { return false }
+            lg_source_remove(source)
+            w = nil
+            return true
         }
+        _ = removed
     }
 
     deinit {
         stop()
         lg_object_unref(element)
     }
+}
+
+/// One GStreamer element with a reference of its own, dropped on deinit. Unchecked because it holds
+/// a C pointer; GStreamer objects are reference-counted and their properties thread-safe.
+final class GstElementRef: @unchecked Sendable {
+    let element: UnsafeMutablePointer<GstElement>
+    /// Takes over a reference the caller holds.
+    init(_ element: UnsafeMutablePointer<GstElement>) { self.element = element }
+    deinit { lg_object_unref(element) }
 }

@@ -4,7 +4,6 @@ import Dispatch
 import Foundation
 import LiveViewCore
 public import Logging
-import Synchronization
 
 /// HLS on demand: per camera a pipeline `appsrc ! hlssink2` that takes the camera's shared H.264
 /// (`CameraGraph.encoded`, as a segmented consumer) and writes `<root>/<camera>/index.m3u8` and

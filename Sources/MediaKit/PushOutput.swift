@@ -1,7 +1,6 @@
 public import Foundation
 import LiveViewCore
 public import Logging
-import Synchronization
 
 /// Pushes a camera's H.264 — the camera's ONE shared encoder — to a media server, so that many
 /// gateways near their cameras feed a media-server cluster that serves the viewers:

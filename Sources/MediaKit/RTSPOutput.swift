@@ -4,7 +4,6 @@ internal import CGStreamer
 internal import CGStreamerShim
 import LiveViewCore
 public import Logging
-import Synchronization
 
 /// RTSP output (gst-rtsp-server). Per camera two mounts, both fed by the camera's media graph:
 /// * `rtsp://HOST:PORT/<id>` — H.264 from the camera's one shared encoder (`CameraGraph.encoded`);
@@ -38,6 +37,7 @@ public final class RTSPOutput: Sendable {
         }
     }
 
+    /// Unchecked because it holds a C pointer; gst-rtsp-server's objects are thread-safe.
     struct ServerHandle: @unchecked Sendable {
         let server: UnsafeMutablePointer<GstRTSPServer>
     }
@@ -236,23 +236,27 @@ final class UnpreparedContext: Sendable {
 }
 
 /// Decode + baseline 4:2:0 re-encode for JPEGs RTP/JPEG cannot carry (used on one thread only).
-final class Reencoder: @unchecked Sendable {
-    private let decoder: JPEGDecoder
-    private let encoder: JPEGEncoder
+final class Reencoder: Sendable {
+    private struct Codec {
+        let decoder: JPEGDecoder
+        let encoder: JPEGEncoder
+    }
+    private let codec: Mutex<Codec>
     private let picture = I420Picture(width: 16, height: 16)
     private let pool = FramePool(capacity: 4, frameBytes: 256 * 1024)
 
     init(quality: Int) throws {
-        decoder = try JPEGDecoder()
-        encoder = try JPEGEncoder(quality: quality)
+        codec = Mutex(Codec(decoder: try JPEGDecoder(), encoder: try JPEGEncoder(quality: quality)))
     }
 
     /// A new frame (one owner for the caller) with the re-encoded JPEG and the source's metadata.
     func reencode(_ frame: Frame) throws -> Frame {
-        try decoder.decode(frame.bytes, into: picture)
         let out = pool.take()
         do {
-            try encoder.encode(picture, into: out)
+            try codec.withLock { c in
+                try c.decoder.decode(frame.bytes, into: picture)
+                try c.encoder.encode(picture, into: out)
+            }
         } catch {
             out.release()
             throw error

@@ -5,7 +5,6 @@ import Dispatch
 import Foundation
 public import LiveViewCore
 public import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -177,6 +176,8 @@ public final class Recorder: Sendable {
 }
 
 /// The open segment (pipeline + sidecar); used only from the recorder's thread, except `paths`.
+/// Unchecked because it holds a C pointer (the sidecar's `FILE *`) and the segment's state, both
+/// only touched on the recorder's thread; what other threads read is behind `pathList` and atomics.
 final class SegmentWriterBox: @unchecked Sendable {
     private let configuration: Recorder.Configuration
     private let runtime: GStreamerRuntime

@@ -5,7 +5,6 @@ import Dispatch
 import Foundation
 import LiveViewCore
 public import Logging
-import Synchronization
 
 /// Virtual webcam output: a v4l2loopback device (`v4l2sink device=/dev/videoN`) that always streams
 /// one fixed size and format (default 1280×720 YUY2 at 30 fps), whatever the camera does. The
@@ -57,7 +56,7 @@ public final class VirtualWebcamOutput: Sendable {
     private let logger: Logger
     private let tickerDone = DispatchSemaphore(value: 0)
 
-    struct State: @unchecked Sendable {
+    struct State: Sendable {
         var latest: I420Picture?
         var latestAt: UInt64 = 0
         var stream: AnnotatedStream?
@@ -223,7 +222,7 @@ public final class VirtualWebcamOutput: Sendable {
 }
 
 /// A weak reference to the output for the subscription closure (no retain cycle).
-final class StateRef: @unchecked Sendable {
-    weak var target: VirtualWebcamOutput?
+final class StateRef: Sendable {
+    weak let target: VirtualWebcamOutput?
     init(_ t: VirtualWebcamOutput) { target = t }
 }

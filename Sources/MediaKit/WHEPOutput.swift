@@ -3,7 +3,6 @@ internal import CGStreamerShim
 import Foundation
 import LiveViewCore
 public import Logging
-import Synchronization
 
 /// WebRTC preview over WHEP (RFC 9725): every viewer is a small pipeline
 /// `appsrc ! rtph264pay ! webrtcbin` fed by the camera's ONE shared H.264 encoder (the same stream
@@ -216,7 +215,7 @@ final class WHEPSession: Sendable {
     let answer: String
     let pipeline: MediaPipeline
     let source: AppSource
-    private let webrtc: WebRTCElement
+    private let webrtc: GstElementRef
     private let encoded: EncodedBranch
     private let consumer: EncodedBranch.Consumer
     private let startedAt = MonotonicClock.nanos()
@@ -229,7 +228,7 @@ final class WHEPSession: Sendable {
     private let progress = Mutex(Progress())
 
     private init(id: String, camera: String, answer: String, pipeline: MediaPipeline, source: AppSource,
-                 webrtc: WebRTCElement, encoded: EncodedBranch, consumer: EncodedBranch.Consumer) {
+                 webrtc: GstElementRef, encoded: EncodedBranch, consumer: EncodedBranch.Consumer) {
         self.id = id
         self.camera = camera
         self.answer = answer
@@ -256,7 +255,7 @@ final class WHEPSession: Sendable {
             pipeline.stop()
             return .failure(.failed("WHEP pipeline lacks src or webrtc"))
         }
-        let webrtc = WebRTCElement(element: rtc)
+        let webrtc = GstElementRef(rtc)
         if lg_webrtc_watch_peer_rtcp(rtc) == 0 {
             logger.warning("cannot watch the WebRTC peer's RTCP; a vanished peer ends only by ICE or timeout")
         }
@@ -354,12 +353,6 @@ final class WHEPSession: Sendable {
     }
 }
 
-/// The webrtcbin element of a session (one reference held).
-final class WebRTCElement: @unchecked Sendable {  // owns one GObject reference; webrtcbin's properties are thread-safe
-    let element: UnsafeMutablePointer<GstElement>
-    init(element: UnsafeMutablePointer<GstElement>) { self.element = element }
-    deinit { lg_object_unref(element) }
-}
 
 /// What a WHEP offer must contain for livegate: a video m-line offering H.264 with
 /// packetization-mode=1; the payload type preferred is constrained baseline (profile-level-id

@@ -2,7 +2,9 @@ import ArgumentParser
 import CameraEmulators
 import Foundation
 import Gateway
+import Logging
 import NIOPosix
+import ServiceLifecycle
 import Vendors
 
 /// `livegate emulate sony --port P`: a camera on loopback speaking the vendor's protocol.
@@ -46,26 +48,28 @@ struct Emulate: AsyncParsableCommand {
         guard let emu = try Vendors.makeEmulator(named: vendor, request) else {
             throw ValidationError("no emulator for \(vendor)")
         }
-        let bound = try await emu.start()
-        print("\(vendor) emulator listening on \(listen):\(bound), \(w)x\(h) at \(fps) fps")
-        print("use: livegate run --camera \(emu.cameraURL)")
-        fflush(nil)
-        let stop = AsyncStream<Void> { cont in
-            for sig in [SIGINT, SIGTERM] {
-                signal(sig, SIG_IGN)
-                let src = DispatchSource.makeSignalSource(signal: sig, queue: .main)
-                src.setEventHandler { cont.yield() }
-                src.resume()
-                SignalSources.keep(src)
-            }
-        }
-        for await _ in stop { break }
-        await emu.stop()
+        let banner = "\(vendor) emulator listening on \(listen):%d, \(w)x\(h) at \(fps) fps"
+        let logger = Logger(label: "livegate.emulate")
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: EmulatorService(emulator: emu, banner: banner))],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        try await group.run()
     }
 }
 
-/// Keeps signal sources alive for the process lifetime.
-enum SignalSources {
-    nonisolated(unsafe) static var all: [any DispatchSourceSignal] = []
-    static func keep(_ s: any DispatchSourceSignal) { all.append(s) }
+/// One emulated camera as a service: started, serving until graceful shutdown (SIGINT/SIGTERM), stopped.
+struct EmulatorService: Service {
+    let emulator: any CameraEmulator
+    /// The first line printed once it listens; `%d` is the bound port.
+    let banner: String
+
+    func run() async throws {
+        let bound = try await emulator.start()
+        print(banner.replacingOccurrences(of: "%d", with: "\(bound)"))
+        print("use: livegate run --camera \(emulator.cameraURL)")
+        fflush(nil)
+        try? await gracefulShutdown()
+        await emulator.stop()
+    }
 }

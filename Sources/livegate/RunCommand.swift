@@ -185,7 +185,7 @@ struct Run: AsyncParsableCommand {
             gateway.reloadSource = { try command.cameraSpecs(try command.settings(environment: ProcessInfo.processInfo.environment)) }
         }
         // The banner goes out once both the gateway and the HTTP server are up.
-        let ready = Locked(0)
+        let ready = Mutex(0)
         let oneReady: @Sendable () -> Void = {
             if ready.withLock({ n -> Int in n += 1; return n }) == 2 { printBanner(gateway) }
         }

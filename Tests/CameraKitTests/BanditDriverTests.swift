@@ -1,3 +1,4 @@
+import TestSupport
 import JPEGKit
 import CameraEmulators
 import CameraKit
@@ -147,7 +148,7 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
 
     @Test func ptsIsTheCameraVideoPTSOnlyWhileRecording() async throws {
         let s = try await BanditSetup.make()
-        let seen = Locked<[BanditEvent]>([])
+        let seen = Collected<[BanditEvent]>([])
         s.driver.onEvent = { e in seen.withLock { $0.append(e) } }
         #expect(await s.collector.wait(for: 5))
         try await s.driver.startRecording()
@@ -283,7 +284,7 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
 
     @Test func memoryLowNotificationIsSurfaced() async throws {
         let s = try await BanditSetup.make()
-        let seen = Locked<[BanditEvent]>([])
+        let seen = Collected<[BanditEvent]>([])
         s.driver.onEvent = { e in seen.withLock { $0.append(e) } }
         #expect(await s.collector.wait(for: 3))
         #expect(await banditWait(seconds: 2) { s.emulator.backchannelClients == 1 })
@@ -411,7 +412,7 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
 
     /// Frames the driver's ingest makes of datagrams: (seq, pts, timeBase, bytes), and the drops.
     static func ingest(_ datagrams: [[UInt8]], finish: Bool) -> (frames: [(UInt64?, Int64?, Frame.TimeBase, [UInt8])], drops: Int) {
-        let got = Locked<[(UInt64?, Int64?, Frame.TimeBase, [UInt8])]>([])
+        let got = Collected<[(UInt64?, Int64?, Frame.TimeBase, [UInt8])]>([])
         let stats = DriverStats()
         let ingest = BanditViewfinderIngest(hub: FrameHub(), pool: FramePool(capacity: 4), stats: stats) { f in
             got.withLock { $0.append((f.sequence, f.cameraPTS, f.timeBase, Array(f.bytes))) }
@@ -449,7 +450,7 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
         let emulator = BanditEmulator(port: 0, fps: 30, source: try TestPatternSource(width: 768, height: 432), group: group,
                                       firstPacketNumber: 65_490)
         let port = try await emulator.start()
-        let received = Locked<[[UInt8]]>([])
+        let received = Collected<[[UInt8]]>([])
         let udp = try await DatagramBootstrap(group: group)
             .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
@@ -493,8 +494,8 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
 
 private final class BanditDatagramSink: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let out: Locked<[[UInt8]]>
-    init(_ out: Locked<[[UInt8]]>) { self.out = out }
+    let out: Collected<[[UInt8]]>
+    init(_ out: Collected<[[UInt8]]>) { self.out = out }
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let d = Array(unwrapInboundIn(data).data.readableBytesView)
         out.withLock { $0.append(d) }

@@ -68,7 +68,7 @@ final class FakeSSDPResponder: ChannelInboundHandler, @unchecked Sendable {
     typealias OutboundOut = AddressedEnvelope<ByteBuffer>
     /// ST → [(LOCATION, SERVER)]
     let answers: [String: [(String, String)]]
-    let searches = Locked<[String]>([])
+    let searches = Mutex<[String]>([])
     init(answers: [String: [(String, String)]]) { self.answers = answers }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

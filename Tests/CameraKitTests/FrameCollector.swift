@@ -18,7 +18,7 @@ final class FrameCollector: @unchecked Sendable {
         var at: UInt64
     }
 
-    let frames = Locked<[Seen]>([])
+    let frames = Mutex<[Seen]>([])
     lazy var pacer = FramePacer(name: "collector") { [unowned self] f, done in
         let s = Seen(seq: f.sequence, pts: f.cameraPTS, timeBase: f.timeBase, width: f.width, height: f.height,
                      af: f.afAreas, bytes: Array(f.bytes), arrival: f.arrivalNanos, at: MonotonicClock.nanos())

@@ -1,3 +1,4 @@
+import TestSupport
 import JPEGKit
 import CameraEmulators
 import CameraKit
@@ -33,10 +34,11 @@ struct PanasonicSetup {
         var logger = Logger(label: "test.panasonic")
         logger.logLevel = .warning
         let driver = PanasonicDriver(endpoint: PanasonicEndpoint(host: "127.0.0.1", port: bound, liveViewPort: 0),
-                                     group: group, logger: logger)
-        driver.keepAliveInterval = keepAlive
-        driver.camcgi.reqAccPollInterval = .milliseconds(50)
-        driver.camcgi.reqAccEPollInterval = .milliseconds(50)
+                                     group: group,
+                                     timing: PanasonicTiming(keepAliveInterval: keepAlive,
+                                                             reqAccPollInterval: .milliseconds(50),
+                                                             reqAccEPollInterval: .milliseconds(50)),
+                                     logger: logger)
         let hub = FrameHub()
         let collector = PanasonicFrameCollector()
         hub.attach(collector.pacer)
@@ -210,8 +212,8 @@ struct PanasonicSetup {
 final class PanasonicUDPCounter: @unchecked Sendable {
     private let fd: Int32
     let port: Int
-    private let counter: Locked<Int>
-    private let kept: Locked<[[UInt8]]>
+    private let counter: Collected<Int>
+    private let kept: Collected<[[UInt8]]>
     /// The first few datagrams, as received.
     var datagrams: [[UInt8]] { kept.withLock { $0 } }
     private var thread: Thread?
@@ -235,9 +237,9 @@ final class PanasonicUDPCounter: @unchecked Sendable {
         }
         port = Int(UInt16(bigEndian: bound.sin_port))
         fd = sock
-        let counter = Locked(0)
+        let counter = Collected(0)
         self.counter = counter
-        let kept = Locked<[[UInt8]]>([])
+        let kept = Collected<[[UInt8]]>([])
         self.kept = kept
         let t = Thread {
             var buf = [UInt8](repeating: 0, count: 65536)

@@ -7,7 +7,6 @@ import JPEGKit
 import LiveViewCore
 import Logging
 import NIOPosix
-import Synchronization
 import Testing
 
 /// MJPEG over HTTP and snapshots, read with curl: Sony emulator → driver → hub → JPEG branch →

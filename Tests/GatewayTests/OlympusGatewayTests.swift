@@ -1,3 +1,4 @@
+import TestSupport
 import CameraEmulators
 import CameraKit
 import CameraWire
@@ -234,7 +235,7 @@ import Testing
         let gateway = try await gateway(emu)
         let cam = try #require(gateway.cameras.first)
         #expect(await waitUntil(timeout: 15) { cam.driver.stats.frames > 10 })
-        let seen = Locked<[String]>([])
+        let seen = Collected<[String]>([])
         let stream = try #require(gateway.eventStream(lastEventID: nil))
         let reader = Task { for await e in stream where e.contains("event: storage") { seen.withLock { $0.append(e) } } }
         defer { reader.cancel() }

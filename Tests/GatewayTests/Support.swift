@@ -1,10 +1,10 @@
+import LiveViewCore
 import CameraEmulators
 import Foundation
 import Gateway
 import Hummingbird
 import Logging
 import NIOPosix
-import Synchronization
 import Testing
 
 /// A started program whose stdout and stderr go to a temporary file. (A file, not a Pipe with a
@@ -74,13 +74,12 @@ func which(_ name: String) -> String? {
 /// The repository root (this file is Tests/GatewayTests/Support.swift).
 let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-/// The `livegate` binary `swift build` made beside the tests.
+/// The `livegate` binary of this build: the one `swift test` built beside the test bundle that is
+/// running (same configuration, same sanitizer, same scratch path), never one left by another build.
 func livegateBinary() -> String? {
-    for config in ["debug", "release"] {
-        let p = repoRoot.appendingPathComponent(".build/\(config)/livegate").path
-        if FileManager.default.isExecutableFile(atPath: p) { return p }
-    }
-    return nil
+    let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let p = bundle.deletingLastPathComponent().appendingPathComponent("livegate").path
+    return FileManager.default.isExecutableFile(atPath: p) ? p : nil
 }
 
 func temporaryDirectory(_ prefix: String) throws -> URL {

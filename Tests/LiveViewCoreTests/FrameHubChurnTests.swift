@@ -1,5 +1,4 @@
 import LiveViewCore
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -10,13 +9,13 @@ import Glibc
 /// detaching pacers and queues and asking for `latest()`. Checks that every frame comes back to its
 /// pool exactly once, that the consumers attached throughout end on the last frame, and that
 /// `latest()` never comes back empty or older than before. Run under ThreadSanitizer by
-/// `Tests/CoreTSan`.
+/// `make tsan-tests` with the rest of the suite.
 @Suite struct FrameHubChurnTests {
     /// A consumer's frame and completion held until someone completes it, from any thread. Once
     /// closed it releases what it holds and whatever still arrives, and keeps no completion (which
     /// would keep its pacer, and the pacer's closure this inbox, alive).
     final class Inbox: Sendable {
-        private let slot = Locked<(held: (Frame, PacerCompletion)?, closed: Bool)>((nil, false))
+        private let slot = Mutex<(held: (Frame, PacerCompletion)?, closed: Bool)>((nil, false))
         func put(_ f: Frame, _ done: PacerCompletion) {
             let (old, closed) = slot.withLock { s -> ((Frame, PacerCompletion)?, Bool) in
                 let o = s.held

@@ -1,5 +1,4 @@
 import LiveViewCore
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -66,8 +65,8 @@ import Glibc
 
 /// Collects what a consumer saw, from any thread.
 final class Seen: Sendable {
-    let sequences = Locked<[UInt64]>([])
-    let pending = Locked<[PacerCompletion]>([])
+    let sequences = Mutex<[UInt64]>([])
+    let pending = Mutex<[PacerCompletion]>([])
     func add(_ s: UInt64) { sequences.withLock { $0.append(s) } }
     var all: [UInt64] { sequences.withLock { $0 } }
 }
@@ -167,7 +166,7 @@ final class Seen: Sendable {
         let seen = Seen()
         let lastSeq = Atomic<Int>(-1)
         let outOfOrder = Atomic<Int>(0)
-        let inbox = Locked<(Frame, PacerCompletion)?>(nil)
+        let inbox = Mutex<(Frame, PacerCompletion)?>(nil)
         let stop = Atomic<Bool>(false)
         let spinNanos: UInt64
         init(spinNanos: UInt64) { self.spinNanos = spinNanos }

@@ -2,7 +2,6 @@ import JPEGKit
 import Foundation
 import LiveViewCore
 import MediaKit
-import Synchronization
 import Testing
 
 @Suite("Annotated stream (one decode, overlay, fan-out)")

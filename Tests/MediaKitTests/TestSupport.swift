@@ -3,7 +3,6 @@ import Foundation
 import LiveViewCore
 import Logging
 import MediaKit
-import Synchronization
 import Testing
 
 /// One GStreamer runtime for the whole test process (one main loop, like the gateway).

@@ -15,7 +15,7 @@ import NIOPosix
 /// `.stall(seconds:)` (no datagrams, connections stay), `.disconnect` (the viewfinder stops without a
 /// notification and every backchannel and REST connection is closed; the camera keeps listening).
 /// A camera that is killed and restarted is `stop()` plus a new emulator on the same port.
-public final class BanditEmulator: CameraEmulator, @unchecked Sendable {
+public final class BanditEmulator: CameraEmulator, Sendable {
     public let vendor = "bandit"
     public let fps: Double
     public let source: any EmulatorFrameSource
@@ -67,8 +67,8 @@ public final class BanditEmulator: CameraEmulator, @unchecked Sendable {
     /// Frames kept in `sentFrames` (with their JPEG bytes).
     public let sentFrameHistory: Int
 
-    private let runtime = Locked(Runtime())
-    private let stream: Locked<Stream>
+    private let runtime = Mutex(Runtime())
+    private let stream: Mutex<Stream>
 
     /// `port` is the REST port (0 = any free one), `backchannelPort` the notification port (0 = any).
     /// `firstPacketNumber` lets tests start near the 65535 → 0 wrap; `sentFrameHistory` bounds
@@ -88,7 +88,7 @@ public final class BanditEmulator: CameraEmulator, @unchecked Sendable {
         self.firstPacketNumber = firstPacketNumber
         self.sentFrameHistory = max(0, sentFrameHistory)
         self.logger = logger
-        self.stream = Locked(Stream(packetNumber: firstPacketNumber))
+        self.stream = Mutex(Stream(packetNumber: firstPacketNumber))
     }
 
     /// Starts the REST server, the backchannel server and the viewfinder sender; returns the REST port.
@@ -105,7 +105,7 @@ public final class BanditEmulator: CameraEmulator, @unchecked Sendable {
                 }
             }
             .bind(host: host, port: requestedBackchannelPort).get()
-        state.backchannelPort = back.localAddress?.port ?? 0
+        state.backchannelPort.store(back.localAddress?.port ?? 0, ordering: .relaxed)
         let udp = try await DatagramBootstrap(group: group)
             .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)
             .bind(host: host, port: 0).get()
@@ -133,7 +133,7 @@ public final class BanditEmulator: CameraEmulator, @unchecked Sendable {
     public var port: Int { runtime.withLock { $0.http?.localAddress?.port } ?? 0 }
 
     /// The bound backchannel port (0 before `start`).
-    public var backchannelPort: Int { state.backchannelPort }
+    public var backchannelPort: Int { state.backchannelPort.load(ordering: .relaxed) }
 
     /// For `livegate run --camera`: REST on the emulator's port, any free local UDP port.
     public var cameraURL: String { "bandit://\(host):\(port)?udp=0" }
@@ -327,7 +327,7 @@ public final class BanditEmulator: CameraEmulator, @unchecked Sendable {
 }
 
 /// The backchannel is push-only: whatever a client sends is discarded.
-private final class BanditBackchannelSink: ChannelInboundHandler, @unchecked Sendable {
+private final class BanditBackchannelSink: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     let emulator: BanditEmulator
     init(emulator: BanditEmulator) { self.emulator = emulator }
@@ -336,7 +336,7 @@ private final class BanditBackchannelSink: ChannelInboundHandler, @unchecked Sen
 }
 
 /// REST side of the emulator.
-final class BanditEmulatorHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
+final class BanditEmulatorHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 

@@ -4,7 +4,7 @@ import NIOCore
 import NIOHTTP1
 
 /// The emulated Bandit's settings, status and REST dispatch (bandit.md §2). Thread-safe.
-final class BanditEmulatorState: @unchecked Sendable {
+final class BanditEmulatorState: Sendable {
     struct Camera {
         var serialNumber = "EMU-BANDIT-0001"
         var bleCameraID = "5c1a93e0"
@@ -80,11 +80,11 @@ final class BanditEmulatorState: @unchecked Sendable {
         ]
     }
 
-    let values = Locked(Values())
-    private let log = Locked<[(method: String, path: String, body: String)]>([])
-    var backchannelPort = 0
+    let values = Mutex(Values())
+    private let log = Mutex<[(method: String, path: String, body: String)]>([])
+    let backchannelPort = Atomic<Int>(0)
     /// Photos on the card: id, path, bytes.
-    let images = Locked<[(id: String, path: String, jpeg: [UInt8])]>([])
+    let images = Mutex<[(id: String, path: String, jpeg: [UInt8])]>([])
 
     /// Stores a photo; returns its image object (bandit.md §5).
     func addImage(_ jpeg: [UInt8]) -> [String: Any] {
@@ -180,7 +180,7 @@ final class BanditEmulatorState: @unchecked Sendable {
                 "battery_level_pct": 87, "battery_charging": false, "gnss_fix": false, "gnss_strength_pct": 0,
                 "heart_rate_sensor_connected": false, "cadence_sensor_connected": false, "preview_active": false,
                 "viewfinder_active": v.viewfinderActive, "viewfinder_streaming_port": v.viewfinderPort,
-                "backchannel_port": backchannelPort, "memory_free_bytes": Int64(24) << 30,
+                "backchannel_port": backchannelPort.load(ordering: .relaxed), "memory_free_bytes": Int64(24) << 30,
                 "remaining_time_secs": 14_400 - secs, "remaining_photos": 2_000, "transcoding_active": false,
                 "transcoding_progress": 0,
             ]

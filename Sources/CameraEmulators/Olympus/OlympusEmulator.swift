@@ -5,7 +5,6 @@ public import Logging
 public import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// An Olympus / OM System body (OI.Share dialect, olympus.md §7) on loopback: the `*.cgi` control
 /// channel over HTTP (User-Agent and Host checks, play/rec/shutter mode, properties with their

@@ -10,7 +10,7 @@ import NIOPosix
 /// CameraWire's serializers with the test pattern and its moving AF box. Live-view requests faster
 /// than `fps` really answer DeviceBusy 0x2019 (Sony: AccessDenied 0x200F). Every operation is logged
 /// in `requests`.
-public final class PTPEmulator: CameraEmulator, @unchecked Sendable {
+public final class PTPEmulator: CameraEmulator, Sendable {
     public let kind: PTPEmulatorKind
     public let fps: Double
     public let source: any EmulatorFrameSource
@@ -20,8 +20,8 @@ public final class PTPEmulator: CameraEmulator, @unchecked Sendable {
     private let requestedPort: Int
     private let requestedEventPort: Int
     private let requestedLiveViewPort: Int
-    private let servers = Locked<[any Channel]>([])
-    private let ports = Locked<(command: Int, event: Int, liveView: Int)>((0, 0, 0))
+    private let servers = Mutex<[any Channel]>([])
+    private let ports = Mutex<(command: Int, event: Int, liveView: Int)>((0, 0, 0))
     private let connections = PTPConnectionSet()
     private let guid: [UInt8] = (0..<16).map { _ in UInt8.random(in: 0...255) }
     let logger: Logger

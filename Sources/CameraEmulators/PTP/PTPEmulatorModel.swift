@@ -25,7 +25,7 @@ struct PTPReply {
 }
 
 /// The emulated camera's state and operation dispatch, shared by the PTP/IP and Fuji servers.
-final class PTPEmulatorModel: @unchecked Sendable {
+final class PTPEmulatorModel: Sendable {
     struct State {
         var sessionOpen = false
         var props: [UInt16: PTPEmulatedProperty] = [:]
@@ -61,8 +61,8 @@ final class PTPEmulatorModel: @unchecked Sendable {
     let intervalNanos: UInt64
     let nikonUseEx: Bool
     let nikonExHeaderSize: Int
-    let state: Locked<State>
-    let log = Locked<[PTPRequestRecord]>([])
+    let state: Mutex<State>
+    let log = Mutex<[PTPRequestRecord]>([])
     /// Nikon whole-size AF space / Canon sensor size.
     static let nikonWhole = (w: 6048, h: 3400)
     static let canonSensor = (w: 6000, h: 4000)
@@ -75,7 +75,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
         self.nikonExHeaderSize = nikonExHeaderSize
         var s = State()
         for p in Self.initialProperties(kind) { s.props[p.code] = p }
-        state = Locked(s)
+        state = Mutex(s)
     }
 
     // MARK: Identity and properties
@@ -252,7 +252,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
     static let nikonSDRAMHandle: UInt32 = 0xFFFF_0001
 
     /// DCIM, one DCF folder, three JPEGs (the test pattern's first frames) and a 2.5 MB movie.
-    private(set) lazy var card: [CardObject] = {
+    private func makeCard() -> [CardObject] {
         let (folder, stem, movie): (String, String, String) = switch kind {
         case .nikon: ("100NIKON", "DSC_", "MOV")
         case .canon: ("100CANON", "IMG_", "MP4")
@@ -270,14 +270,23 @@ final class PTPEmulatorModel: @unchecked Sendable {
         out.append(CardObject(handle: 0x1000_0006, parent: 0x1000_0002, name: "\(stem)0004.\(movie)",
                               format: movie == "MOV" ? 0x300D : 0xB982, bytes: clip))
         return out
-    }()
-    private let cardLock = Locked(())
+    }
+    /// Made on first use (the movie costs 2.5 MB).
+    private let card = Mutex<[CardObject]?>(nil)
 
-    private func cardObject(_ handle: UInt32) -> CardObject? { cardLock.withLock { _ in card.first { $0.handle == handle } } }
+    private func withCard<R: Sendable>(_ body: (inout [CardObject]) -> R) -> R {
+        card.withLock { c in
+            var objects = c ?? makeCard()
+            defer { c = objects }
+            return body(&objects)
+        }
+    }
+
+    private func cardObject(_ handle: UInt32) -> CardObject? { withCard { card in card.first { $0.handle == handle } } }
 
     /// A card path's bytes (tests).
     func cardFile(_ path: String) -> [UInt8]? {
-        cardLock.withLock { _ -> [UInt8]? in
+        withCard { card -> [UInt8]? in
             let byHandle = Dictionary(uniqueKeysWithValues: card.map { ($0.handle, $0) })
             for o in card where o.format != 0x3001 {
                 var parts = [o.name], up = o.parent
@@ -298,7 +307,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
             return PTPReply(code: PTPResponse.ok, data: b)
         case PTPOperation.getObjectHandles:
             guard p0 == 0xFFFF_FFFF || p0 == Self.cardStorage else { return PTPReply(code: 0x2008) }  // InvalidStorageID
-            let handles = cardLock.withLock { _ in card.map(\.handle) }
+            let handles = withCard { card in card.map(\.handle) }
             var b: [UInt8] = []
             b.ptpU32(UInt32(handles.count))
             for h in handles { b.ptpU32(h) }
@@ -541,7 +550,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
     /// padded to 4 bytes).
     /// Nikon: a shot with the body's button goes to the card and is announced as ObjectAdded (0x4002).
     func nikonShootOnBody() {
-        let shot = cardLock.withLock { _ -> CardObject in
+        let shot = withCard { card -> CardObject in
             let n = card.filter { $0.format == 0x3801 }.count + 1
             let o = CardObject(handle: 0x1000_0200 + UInt32(n), parent: 0x1000_0002, name: String(format: "DSC_%04d.JPG", 200 + n),
                                format: 0x3801, bytes: source.frame(index: 900 + n).jpeg)
@@ -552,7 +561,7 @@ final class PTPEmulatorModel: @unchecked Sendable {
     }
 
     func canonShoot() {
-        let shot = cardLock.withLock { _ -> CardObject in
+        let shot = withCard { card -> CardObject in
             let n = card.filter { $0.format == 0x3801 }.count + 1
             let o = CardObject(handle: 0x1000_0100 + UInt32(n), parent: 0x1000_0002, name: String(format: "IMG_%04d.JPG", n),
                                format: 0x3801, bytes: source.frame(index: 700 + n).jpeg)

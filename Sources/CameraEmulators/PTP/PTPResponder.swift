@@ -3,10 +3,10 @@ import LiveViewCore
 import NIOCore
 
 /// Tracks the emulator's open connections so faults can close them.
-final class PTPConnectionSet: @unchecked Sendable {
-    private let channels = Locked<[ObjectIdentifier: any Channel]>([:])
-    private let commandConnections = Locked<[UInt32: ObjectIdentifier]>([:])
-    private let nextConnection = Locked<UInt32>(1)
+final class PTPConnectionSet: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let commandConnections = Mutex<[UInt32: ObjectIdentifier]>([:])
+    private let nextConnection = Mutex<UInt32>(1)
 
     func add(_ ch: any Channel) { channels.withLock { $0[ObjectIdentifier(ch)] = ch } }
     func remove(_ ch: any Channel) { _ = channels.withLock { $0.removeValue(forKey: ObjectIdentifier(ch)) } }
@@ -23,7 +23,7 @@ final class PTPConnectionSet: @unchecked Sendable {
 
     func isCommandConnection(_ n: UInt32) -> Bool { commandConnections.withLock { $0[n] != nil } }
 
-    private let eventChannels = Locked<[ObjectIdentifier: any Channel]>([:])
+    private let eventChannels = Mutex<[ObjectIdentifier: any Channel]>([:])
 
     func addEventChannel(_ ch: any Channel) { eventChannels.withLock { $0[ObjectIdentifier(ch)] = ch } }
     func removeEventChannel(_ ch: any Channel) { _ = eventChannels.withLock { $0.removeValue(forKey: ObjectIdentifier(ch)) } }
@@ -50,7 +50,7 @@ final class PTPConnectionSet: @unchecked Sendable {
 
 /// PTP/IP responder side of one TCP connection (ptp.md §6): the first packet decides whether it is
 /// the command connection (Init_Command_Request) or the event connection (Init_Event_Request).
-final class PTPIPResponderHandler: ChannelInboundHandler, @unchecked Sendable {
+final class PTPIPResponderHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -161,7 +161,7 @@ final class PTPIPResponderHandler: ChannelInboundHandler, @unchecked Sendable {
 }
 
 /// Fujifilm command port: an 82-byte init packet, then USB containers (ptp.md §2.4).
-final class FujiCommandHandler: ChannelInboundHandler, @unchecked Sendable {
+final class FujiCommandHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -279,7 +279,7 @@ final class FujiCommandHandler: ChannelInboundHandler, @unchecked Sendable {
 }
 
 /// Fujifilm event port: accepted and kept open (events are not emulated).
-final class FujiEventHandler: ChannelInboundHandler, @unchecked Sendable {
+final class FujiEventHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     private let connections: PTPConnectionSet
 
@@ -301,7 +301,7 @@ final class FujiEventHandler: ChannelInboundHandler, @unchecked Sendable {
 
 /// Fujifilm live-view port: pushes `u32 len + 14-byte header + JPEG` frames at the emulator's rate
 /// while capture is open; a client that does not keep up loses frames.
-final class FujiLiveViewHandler: ChannelInboundHandler, @unchecked Sendable {
+final class FujiLiveViewHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
     private let model: PTPEmulatorModel

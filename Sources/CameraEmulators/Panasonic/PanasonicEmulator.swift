@@ -11,7 +11,7 @@ import NIOPosix
 /// view — one datagram per frame (32-byte header, type-1 extended header with the AF box on the
 /// 0..1000 grid, the JPEG) sent to the `startstream` requester. Like the real bodies it stops
 /// streaming when no `cam.cgi` request has arrived for `keepAliveTimeout` seconds.
-public final class PanasonicEmulator: CameraEmulator, @unchecked Sendable {
+public final class PanasonicEmulator: CameraEmulator, Sendable {
     public let vendor = "panasonic"
 
     public struct Configuration: Sendable {
@@ -36,8 +36,8 @@ public final class PanasonicEmulator: CameraEmulator, @unchecked Sendable {
     private let host: String
     private let requestedPort: Int
     private let logger: Logger
-    private let serverBox = Locked<(any Channel)?>(nil)
-    private let udpBox = Locked<(any Channel)?>(nil)
+    private let serverBox = Mutex<(any Channel)?>(nil)
+    private let udpBox = Mutex<(any Channel)?>(nil)
 
     private struct Stream {
         var target: (ip: String, port: Int)?
@@ -53,8 +53,8 @@ public final class PanasonicEmulator: CameraEmulator, @unchecked Sendable {
         var nextDeadline: NIODeadline = .now()
         var startNanos: UInt64 = 0
     }
-    private let stream = Locked(Stream())
-    private let timer = Locked<Scheduled<Void>?>(nil)
+    private let stream = Mutex(Stream())
+    private let timer = Mutex<Scheduled<Void>?>(nil)
 
     public init(host: String = "127.0.0.1", port: Int = 0, configuration: Configuration = Configuration(),
                 source: any EmulatorFrameSource, group: any EventLoopGroup,
@@ -69,9 +69,11 @@ public final class PanasonicEmulator: CameraEmulator, @unchecked Sendable {
                                        modelName: configuration.modelName,
                                        sessionIdleSeconds: configuration.sessionIdleTimeout)
         let now = MonotonicClock.nanos
-        state.onRequest = { [stream] in stream.withLock { $0.lastRequestNanos = now() } }
-        state.onStream = { [weak self] target in self?.setTarget(target) }
-        state.onTouch = { [source] x, y in source.focus(atX: x, y: y) }
+        state.hooks.withLock { [source] hooks in
+            hooks.onRequest = { [weak self] in self?.stream.withLock { $0.lastRequestNanos = now() } }
+            hooks.onStream = { [weak self] target in self?.setTarget(target) }
+            hooks.onTouch = { x, y in source.focus(atX: x, y: y) }
+        }
     }
 
     /// Convenience: the test pattern at the live view's VGA size.
@@ -270,7 +272,7 @@ public final class PanasonicEmulator: CameraEmulator, @unchecked Sendable {
 }
 
 /// HTTP side: `GET /cam.cgi?…` and the UPnP device description at `/Server0/ddd`.
-final class PanasonicEmulatorHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
+final class PanasonicEmulatorHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 

@@ -25,7 +25,7 @@ public struct PanasonicEmulatorRequest: Sendable, Hashable {
 }
 
 /// The emulated camera's settings, access control and the `cam.cgi` dispatcher.
-final class PanasonicEmulatorState: @unchecked Sendable {
+final class PanasonicEmulatorState: Sendable {
     struct Settings {
         var whitebalance = "auto"
         var iso = "auto"
@@ -63,20 +63,27 @@ final class PanasonicEmulatorState: @unchecked Sendable {
     let pairingPolls: Int
     let modelName: String
     let sessionIdleNanos: UInt64
-    private let lock: Locked<(settings: Settings, access: Access)>
-    private let log = Locked<[PanasonicEmulatorRequest]>([])
-    private let overrides = Locked<[String: [String]]>([:])
-    /// Set by the dispatcher: (client IP, UDP port) for startstream, nil for stopstream.
-    var onStream: (@Sendable (_ target: (String, Int)?) -> Void)?
-    var onRequest: (@Sendable () -> Void)?
-    var onTouch: (@Sendable (Double, Double) -> Void)?
+    private let lock: Mutex<(settings: Settings, access: Access)>
+    private let log = Mutex<[PanasonicEmulatorRequest]>([])
+    private let overrides = Mutex<[String: [String]]>([:])
+    /// What the emulator does when a request arrives, a stream starts or stops, or the screen is touched.
+    struct Hooks {
+        /// (client IP, UDP port) for startstream, nil for stopstream.
+        var onStream: (@Sendable (_ target: (String, Int)?) -> Void)?
+        var onRequest: (@Sendable () -> Void)?
+        var onTouch: (@Sendable (Double, Double) -> Void)?
+    }
+    let hooks = Mutex(Hooks())
+    private var onStream: (@Sendable (_ target: (String, Int)?) -> Void)? { hooks.withLock { $0.onStream } }
+    private var onRequest: (@Sendable () -> Void)? { hooks.withLock { $0.onRequest } }
+    private var onTouch: (@Sendable (Double, Double) -> Void)? { hooks.withLock { $0.onTouch } }
 
     init(generation: PanasonicEmulatedAccess, pairingPolls: Int, modelName: String, sessionIdleSeconds: Double) {
         self.generation = generation
         self.pairingPolls = pairingPolls
         self.modelName = modelName
         self.sessionIdleNanos = UInt64(max(0.1, sessionIdleSeconds) * 1e9)
-        lock = Locked((Settings(), Access()))
+        lock = Mutex((Settings(), Access()))
     }
 
     var requests: [PanasonicEmulatorRequest] { log.withLock { $0 } }

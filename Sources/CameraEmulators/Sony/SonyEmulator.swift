@@ -9,7 +9,7 @@ import NIOPosix
 /// A camera speaking Sony's Camera Remote API on loopback: JSON-RPC at `/sony/camera` and the
 /// liveview packet stream (0x02 frame information with the moving AF box, then the 0x01 JPEG) at
 /// `/liveview/liveviewstream`, with the property methods and Sony's error codes.
-public final class SonyEmulator: CameraEmulator, @unchecked Sendable {
+public final class SonyEmulator: CameraEmulator, Sendable {
     public let vendor = "sony"
     public let fps: Double
     public let source: any EmulatorFrameSource
@@ -17,7 +17,7 @@ public final class SonyEmulator: CameraEmulator, @unchecked Sendable {
     private let group: any EventLoopGroup
     private let host: String
     private let requestedPort: Int
-    private let channelBox = Locked<(any Channel)?>(nil)
+    private let channelBox = Mutex<(any Channel)?>(nil)
     let logger: Logger
 
     /// Where the 0x02 frame information goes relative to the JPEG it describes (sony.md §1.3 leaves

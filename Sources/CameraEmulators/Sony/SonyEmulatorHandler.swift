@@ -4,7 +4,7 @@ import NIOCore
 import NIOHTTP1
 
 /// HTTP side of the Sony emulator: JSON-RPC POSTs and the endless liveview GET.
-final class SonyEmulatorHandler: ChannelInboundHandler, @unchecked Sendable {
+final class SonyEmulatorHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 

@@ -3,7 +3,7 @@ import LiveViewCore
 import NIOCore
 
 /// The emulated camera's settings, JSON-RPC dispatch and open liveview streams.
-final class SonyEmulatorState: @unchecked Sendable {
+final class SonyEmulatorState: Sendable {
     struct Settings {
         var whiteBalanceMode = "Auto WB"
         var colorTemperature = -1
@@ -60,10 +60,10 @@ final class SonyEmulatorState: @unchecked Sendable {
         "actTakePicture", "awaitTakePicture", "actHalfPressShutter", "cancelHalfPressShutter",
     ]
 
-    private let lock = Locked(Settings())
-    private let card = Locked<[String: [UInt8]]>([:])
-    private let postviews = Locked(0)
-    private let cuts = Locked(0)
+    private let lock = Mutex(Settings())
+    private let card = Mutex<[String: [UInt8]]>([:])
+    private let postviews = Mutex(0)
+    private let cuts = Mutex(0)
 
     /// The next `n` postview GETs end half-way (the connection drops).
     func cutTransfers(_ n: Int) { cuts.withLock { $0 = n } }
@@ -95,10 +95,10 @@ final class SonyEmulatorState: @unchecked Sendable {
             return name
         }
     }
-    private let log = Locked<[(method: String, params: String)]>([])
-    private let streams = Locked<[ObjectIdentifier: any Channel]>([:])
-    private let sent = Locked(0)
-    private let stallUntil = Locked<UInt64>(0)
+    private let log = Mutex<[(method: String, params: String)]>([])
+    private let streams = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let sent = Mutex(0)
+    private let stallUntil = Mutex<UInt64>(0)
 
     /// Frames are not sent until this monotonic time (a stalled camera).
     func stall(until nanos: UInt64) { stallUntil.withLock { $0 = nanos } }
@@ -153,8 +153,8 @@ final class SonyEmulatorState: @unchecked Sendable {
     }
 
     private func dispatch(_ method: String, _ p: [Any], liveviewURL: String, source: any EmulatorFrameSource) -> Reply {
-        let illegal = Reply.error(3, "Illegal Argument")
         return lock.withLock { s -> Reply in
+            let illegal = Reply.error(3, "Illegal Argument")
             if let r = s.refuseSettings, method.hasPrefix("set"), method != "setLiveviewFrameInfo" {
                 return .error(r.code, r.message)
             }

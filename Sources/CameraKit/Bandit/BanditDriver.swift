@@ -34,7 +34,7 @@ public enum BanditControlError: Error, Sendable, CustomStringConvertible {
 /// shutter, aperture, exposure compensation, focus mode and touch-AF are `notSupported`. Vendor
 /// controls: `startRecording()`, `stopRecording()`, `videoMode()`, `videoModes()`, `setVideoMode(_:)`,
 /// `status()`, `events` / `onEvent`.
-public final class BanditDriver: CameraDriver, @unchecked Sendable {
+public final class BanditDriver: CameraDriver, Sendable {
     public let vendor = "bandit"
     public let stats = DriverStats()
     public let endpoint: BanditEndpoint
@@ -44,19 +44,19 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 128 * 1024)
     private let lifecycle: DriverLifecycle
-    private let channels = Locked<[any Channel]>([])
-    private let lastDatagramNanos = Locked<UInt64>(0)
-    private let restartRequested = Locked(false)
-    private let backchannelClosed = Locked(false)
-    private let eventLog = Locked<[BanditEvent]>([])
-    private let eventCallback = Locked<(@Sendable (BanditEvent) -> Void)?>(nil)
-    private let recordingBox = Locked(false)
-    private let portBox = Locked(0)
-    private let restarts = Locked(0)
+    private let channels = Mutex<[any Channel]>([])
+    private let lastDatagramNanos = Mutex<UInt64>(0)
+    private let restartRequested = Mutex(false)
+    private let backchannelClosed = Mutex(false)
+    private let eventLog = Mutex<[BanditEvent]>([])
+    private let eventCallback = Mutex<(@Sendable (BanditEvent) -> Void)?>(nil)
+    private let recordingBox = Mutex(false)
+    private let portBox = Mutex(0)
+    private let restarts = Mutex(0)
     let transfer = BanditTransfer()
 
     /// No datagram for this long restarts the viewfinder.
-    public var stallTimeout: Duration = .seconds(2)
+    public let stallTimeout: Duration = .seconds(2)
     /// Events kept in `events`.
     public static let eventHistory = 256
 
@@ -140,7 +140,6 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
         let ingest = BanditViewfinderIngest(
             hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex,
             onFrame: { [lifecycle] _ in lifecycle.frameArrived() })
-        let lastDatagram = lastDatagramNanos
         let acceptFrom = (try? SocketAddress(ipAddress: bindHostFor(endpoint.host), port: 0))?.ipAddress
         // No SO_REUSEADDR: a second gateway on the same UDP port must fail loudly instead of silently
         // sharing (and splitting) the camera's datagrams.
@@ -152,7 +151,7 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
                 ch.eventLoop.makeCompletedFuture {
                     try ch.pipeline.syncOperations.addHandler(BanditViewfinderHandler(
                         ingest: ingest, acceptFrom: acceptFrom,
-                        onDatagram: { lastDatagram.withLock { $0 = MonotonicClock.nanos() } }))
+                        onDatagram: { [weak self] in self?.lastDatagramNanos.withLock { $0 = MonotonicClock.nanos() } }))
                 }
             }
             .bind(host: bindHost, port: endpoint.viewfinderPort).get()
@@ -178,7 +177,6 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
 
     private func connectBackchannel(port: Int) async -> (any Channel)? {
         guard port > 0 else { return nil }
-        let closed = backchannelClosed
         do {
             let ch = try await ClientBootstrap(group: group)
                 .connectTimeout(.seconds(1))
@@ -186,7 +184,7 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
                     ch.eventLoop.makeCompletedFuture {
                         try ch.pipeline.syncOperations.addHandler(BanditBackchannelHandler(
                             onEvent: { [weak self] e in self?.handle(event: e) },
-                            onClose: { closed.withLock { $0 = true } }))
+                            onClose: { [weak self] in self?.backchannelClosed.withLock { $0 = true } }))
                     }
                 }
                 .connect(host: endpoint.host, port: port).get()
@@ -200,8 +198,7 @@ public final class BanditDriver: CameraDriver, @unchecked Sendable {
 
     /// Watches a running viewfinder until something ends the session.
     private func watch(udp: any Channel, backchannel: (any Channel)?, port: Int) async throws {
-        let stallNanos = UInt64(stallTimeout.components.seconds) * 1_000_000_000
-            + UInt64(stallTimeout.components.attoseconds / 1_000_000_000)
+        let stallNanos = stallTimeout.nanoseconds
         try await withTaskCancellationHandler {
             while !Task.isCancelled {
                 try await Task.sleep(for: .milliseconds(100))

@@ -83,7 +83,7 @@ public enum BanditEvent: Sendable, Equatable, CustomStringConvertible {
 /// Reads the backchannel TCP stream: splits on `\n` (bounded line length), decodes each line and hands
 /// the events over. Android-style tolerance: a line that is not yet valid JSON is kept and the next
 /// line appended to it (up to the bound).
-final class BanditBackchannelHandler: ChannelInboundHandler, @unchecked Sendable {
+final class BanditBackchannelHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private var pending: [UInt8] = []

@@ -7,8 +7,8 @@ public import NIOCore
 public final class BanditREST: Sendable {
     public let endpoint: BanditEndpoint
     let client: HTTPClient
-    private let versionBox = Locked<String?>(nil)
-    private let log = Locked<[(method: String, path: String)]>([])
+    private let versionBox = Mutex<String?>(nil)
+    private let log = Mutex<[(method: String, path: String)]>([])
 
     public init(endpoint: BanditEndpoint, group: any EventLoopGroup) {
         self.endpoint = endpoint

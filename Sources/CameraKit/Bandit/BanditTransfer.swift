@@ -27,8 +27,8 @@ extension BanditREST {
 /// Photos the Bandit announces on its backchannel (`photo_captured`, also for shots taken with the
 /// button on the camera): each is fetched once, with retries, and handed to the image sink.
 final class BanditTransfer: Sendable {
-    private let sink = Locked<CameraImageSink?>(nil)
-    private let handled = Locked(HandledImages())
+    private let sink = Mutex<CameraImageSink?>(nil)
+    private let handled = Mutex(HandledImages())
 
     func setSink(_ s: @escaping CameraImageSink) { sink.withLock { $0 = s } }
 

@@ -19,7 +19,7 @@ import NIOCore
 /// the PTS of the frame in the file being written. A frame with PTS ≠ 0 gets `cameraPTS` and
 /// `timeBase = .camera` (so a recording lines up with the camera's own file); a frame with PTS 0 gets
 /// `cameraPTS = nil` and `.arrival`.
-public final class BanditViewfinderIngest: @unchecked Sendable {
+public final class BanditViewfinderIngest {
     private var reassembler: BanditViewfinderReassembler
     private let publisher: FramePublisher
     private var stats: DriverStats { publisher.stats }
@@ -146,7 +146,7 @@ public final class BanditViewfinderIngest: @unchecked Sendable {
 /// The viewfinder's UDP socket handler: one copy from the datagram into a reused scratch array, then
 /// the ingest. Datagrams from another address than `acceptFrom` (when set), or from another port
 /// than the stream's while it streams, are dropped unread and counted.
-final class BanditViewfinderHandler: ChannelInboundHandler, @unchecked Sendable {
+final class BanditViewfinderHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
     private let ingest: BanditViewfinderIngest

@@ -233,9 +233,9 @@ public struct SSDPReply: Sendable, Hashable {
     }
 }
 
-final class SSDPReplyCollector: ChannelInboundHandler, @unchecked Sendable {
+final class SSDPReplyCollector: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    private let box = Locked<[SSDPReply]>([])
+    private let box = Mutex<[SSDPReply]>([])
 
     var replies: [SSDPReply] { box.withLock { $0 } }
 

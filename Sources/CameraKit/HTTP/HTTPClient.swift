@@ -82,7 +82,7 @@ public struct HTTPClient: Sendable {
     }
 }
 
-private final class ResponseCollector: ChannelInboundHandler, @unchecked Sendable {
+private final class ResponseCollector: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
     let promise: EventLoopPromise<HTTPResponse>
     let limit: Int

@@ -3,7 +3,6 @@ public import LiveViewCore
 public import Logging
 public import NIOCore
 import NIOPosix
-import Synchronization
 
 /// Driver for Olympus / OM System bodies over Wi-Fi (OI.Share dialect, olympus.md §3):
 /// `get_connectmode` (an `OPC` answer marks an Air-class body), `get_caminfo`,

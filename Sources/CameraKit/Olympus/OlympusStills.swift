@@ -1,5 +1,5 @@
+import LiveViewCore
 import Foundation
-import Synchronization
 
 /// One line of `get_imglist.cgi`: `DIR,NAME,SIZE,ATTRIBUTE,DATE,TIME` (FAT date and time).
 struct OlympusCardEntry: Sendable, Hashable {

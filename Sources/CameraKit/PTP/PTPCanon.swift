@@ -7,14 +7,17 @@ import Logging
 /// SetDevicePropValueEx 0x9110; per frame one GetEvent (property changes, FocusInfoEx AF points)
 /// then GetViewFinderData 0x9153; 0xA102 / 0x2019 → retry. Properties are the 0xD1xx codes, read
 /// from GetEvent records and written with SetDevicePropValueEx.
-final class CanonPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable {
+final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
+    let link: PTPLink
+
+    init(link: PTPLink) { self.link = link }
     let vendor = PTPVendor.canon
     let pushed = false
-    private var parser = CanonEVFParser()
-    private let cache = Locked(CanonEventCache())
+    private let parser = Mutex(CanonEVFParser())
+    private let cache = Mutex(CanonEventCache())
     /// Captures of ours in progress (`PTPCapture.swift`).
-    let capturing = Locked(0)
-    private var lastKeepAlive = ContinuousClock.now
+    let capturing = Mutex(0)
+    private let lastKeepAlive = Mutex(ContinuousClock.now)
     static let evfOutputDevice: UInt16 = 0xD1B0
     static let evfMode: UInt16 = 0xD1B1
     static let focusInfoEx: UInt32 = 0xD1D3
@@ -60,24 +63,29 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendabl
                 throw Self.cameraError(r.code, op: PTPOperation.canonSetDevicePropValueEx)
             }
         }
-        lastKeepAlive = ContinuousClock.now
+        lastKeepAlive.withLock { $0 = ContinuousClock.now }
     }
 
     func poll(_ emit: (WireFrame) -> Void) async throws -> PTPPoll {
         try await getEvent()
-        if ContinuousClock.now - lastKeepAlive > .seconds(20) {
-            lastKeepAlive = ContinuousClock.now
-            _ = try await call(PTPOperation.canonKeepDeviceOn)
+        let keepAliveDue = lastKeepAlive.withLock { last in
+            guard ContinuousClock.now - last > .seconds(20) else { return false }
+            last = ContinuousClock.now
+            return true
         }
+        if keepAliveDue { _ = try await call(PTPOperation.canonKeepDeviceOn) }
         let r = try await call(PTPOperation.canonGetViewFinderData, [0x0020_0000, 0, 0])
         switch r.code {
         case PTPResponse.ok:
-            parser.focusInfo = cache.withLock { $0.focus }
-            let (got, damaged) = collectFrames(emit) { parser.feed(r.data, $0) }
-            if damaged {
-                let fi = parser.focusInfo
-                parser = CanonEVFParser()
-                parser.focusInfo = fi
+            let focus = cache.withLock { $0.focus }
+            let got = parser.withLock { p in
+                p.focusInfo = focus
+                let result = collectFrames(emit) { p.feed(r.data, $0) }
+                if result.damaged {
+                    p = CanonEVFParser()
+                    p.focusInfo = focus
+                }
+                return result.got
             }
             return got ? .frame : .busy
         case PTPResponse.canonObjectNotReady, PTPResponse.deviceBusy:

@@ -30,19 +30,25 @@ protocol PTPVendorSession: AnyObject, Sendable {
     func drainEvents() -> [PTPEventRecord]
 }
 
-/// Shared plumbing of the vendor sessions: transactions with camera errors mapped.
-class PTPVendorBase: @unchecked Sendable {
+/// What every vendor session is opened with: the transport, the body's DeviceInfo, the timeout of
+/// one transaction and the logger.
+struct PTPLink: Sendable {
     let transport: any PTPTransport
     let info: PTPDeviceInfo
     let timeout: Duration
     let logger: Logger
+}
 
-    init(transport: any PTPTransport, info: PTPDeviceInfo, timeout: Duration, logger: Logger) {
-        self.transport = transport
-        self.info = info
-        self.timeout = timeout
-        self.logger = logger
-    }
+/// Shared plumbing of the vendor sessions: transactions with camera errors mapped.
+protocol PTPVendorBase: AnyObject, Sendable {
+    var link: PTPLink { get }
+}
+
+extension PTPVendorBase {
+    var transport: any PTPTransport { link.transport }
+    var info: PTPDeviceInfo { link.info }
+    var timeout: Duration { link.timeout }
+    var logger: Logger { link.logger }
 
     func call(_ code: UInt16, _ params: [UInt32] = [], data: [UInt8]? = nil) async throws -> PTPResult {
         try await transport.transact(code, params, dataOut: data, timeout: timeout)
@@ -57,7 +63,7 @@ class PTPVendorBase: @unchecked Sendable {
     }
 
     static func cameraError(_ code: UInt16, op: UInt16) -> CameraControlError {
-        .camera(code: Int(code), message: "operation 0x\(String(op, radix: 16, uppercase: true)) answered 0x\(String(code, radix: 16, uppercase: true))")
+        .ptp(code, op: op)
     }
 
     /// Whether the DeviceInfo lists the property (an empty list means "unknown": try it).
@@ -94,7 +100,7 @@ class PTPVendorBase: @unchecked Sendable {
 /// two-socket PTP/IP handshake (Fujifilm: its own TCP dialect and ports), OpenSession,
 /// GetDeviceInfo to pick the vendor, then the vendor's live-view loop paced at ≤ `maxFPS` with busy
 /// replies retried, a stall watchdog, and reconnect with back-off ≤ 2 s.
-public final class PTPDriver: CameraDriver, @unchecked Sendable {
+public final class PTPDriver: CameraDriver, Sendable {
     public let stats = DriverStats()
     public let endpoint: PTPEndpoint
     private let group: any EventLoopGroup
@@ -102,27 +108,27 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 512 * 1024)
     private let lifecycle: DriverLifecycle
-    private let sessionBox = Locked<(any PTPVendorSession)?>(nil)
+    private let sessionBox = Mutex<(any PTPVendorSession)?>(nil)
     /// Where pictures shot on the body go (`StillCapturing.setImageSink`).
-    let imageSink = Locked<CameraImageSink?>(nil)
+    let imageSink = Mutex<CameraImageSink?>(nil)
     /// Card paths to object handles, from the last listing (`PTPCard.swift`).
-    let cardHandles = Locked<[String: UInt32]>([:])
-    private let vendorBox: Locked<PTPVendor?>
-    private let deviceInfoBox = Locked<PTPDeviceInfo?>(nil)
-    private let busyCount = Locked(0)
-    private let eventsBox = Locked<[PTPEventRecord]>([])
-    private var sequence: UInt64 = 0
+    let cardHandles = Mutex<[String: UInt32]>([:])
+    private let vendorBox: Mutex<PTPVendor?>
+    private let deviceInfoBox = Mutex<PTPDeviceInfo?>(nil)
+    private let busyCount = Mutex(0)
+    private let eventsBox = Mutex<[PTPEventRecord]>([])
+    private let sequence = Atomic<UInt64>(0)
     /// Timeout of one transaction / connect step.
-    public var requestTimeout: Duration = .seconds(3)
+    public let requestTimeout: Duration = .seconds(3)
     /// No frame for this long ends the session (the camera keeps answering busy, or stopped pushing).
-    public var stallTimeout: Duration = .seconds(3)
+    public let stallTimeout: Duration = .seconds(3)
 
     public init(endpoint: PTPEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
         self.endpoint = endpoint
         self.group = group
         self.cameraIndex = cameraIndex
         self.logger = logger
-        self.vendorBox = Locked(endpoint.vendor)
+        self.vendorBox = Mutex(endpoint.vendor)
         self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats)
     }
 
@@ -183,7 +189,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
                 r = try await transport.transact(PTPOperation.openSession, [sessionID], dataOut: nil, timeout: requestTimeout)
             }
             guard r.ok || r.code == PTPResponse.sessionAlreadyOpened else {
-                throw PTPVendorBase.cameraError(r.code, op: PTPOperation.openSession)
+                throw CameraControlError.ptp(r.code, op: PTPOperation.openSession)
             }
             let di = try await transport.transact(PTPOperation.getDeviceInfo, [], dataOut: nil, timeout: requestTimeout)
             let info = di.ok ? PTPDeviceInfo.parse(di.data) : PTPDeviceInfo()
@@ -192,14 +198,13 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
                 throw CameraControlError.camera(code: 0, message: "unknown PTP vendor: extension \(info.vendorExtensionID), manufacturer '\(info.manufacturer)'")
             }
             vendorBox.withLock { $0 = vendor }
-            let base = (transport, info, requestTimeout, logger)
+            let link = PTPLink(transport: transport, info: info, timeout: requestTimeout, logger: logger)
             switch vendor {
-            case .nikon: return NikonPTPSession(transport: base.0, info: base.1, timeout: base.2, logger: base.3)
-            case .sony: return SonyPTPSession(transport: base.0, info: base.1, timeout: base.2, logger: base.3)
-            case .canon: return CanonPTPSession(transport: base.0, info: base.1, timeout: base.2, logger: base.3)
+            case .nikon: return NikonPTPSession(link: link)
+            case .sony: return SonyPTPSession(link: link)
+            case .canon: return CanonPTPSession(link: link)
             case .fuji:
-                return FujiPTPSession(transport: base.0, info: base.1, timeout: base.2, logger: base.3,
-                                      host: endpoint.host, eventPort: endpoint.eventPort,
+                return FujiPTPSession(link: link, host: endpoint.host, eventPort: endpoint.eventPort,
                                       liveViewPort: endpoint.liveViewPort, group: group)
             }
         } catch {
@@ -263,8 +268,7 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
 
     /// Publishes a frame; formats without a sequence number get the gateway's own count.
     private func publish(_ wf: WireFrame, _ publisher: FramePublisher) {
-        sequence &+= 1
-        let own = sequence
+        let own = sequence.wrappingAdd(1, ordering: .relaxed).newValue
         publisher.publish(wf) { frame in
             if frame.sequence == nil { frame.sequence = own }
         }
@@ -306,5 +310,12 @@ public final class PTPDriver: CameraDriver, @unchecked Sendable {
             try? await Task.sleep(for: .milliseconds(10))
         }
         return state == .streaming
+    }
+}
+
+extension CameraControlError {
+    /// A PTP operation answered with something other than OK.
+    static func ptp(_ code: UInt16, op: UInt16) -> CameraControlError {
+        .camera(code: Int(code), message: "operation 0x\(String(op, radix: 16, uppercase: true)) answered 0x\(String(code, radix: 16, uppercase: true))")
     }
 }

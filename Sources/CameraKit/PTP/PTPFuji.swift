@@ -7,27 +7,28 @@ import NIOCore
 /// back, InitiateOpenCapture 0x101C, then the event and live-view ports; the camera pushes
 /// `u32 len + 14-byte header + JPEG` frames on the live-view port. Properties: the notes give no
 /// Fujifilm codes for the common vocabulary → not supported.
-final class FujiPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable {
+final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
+    let link: PTPLink
     let vendor = PTPVendor.fuji
     let pushed = true
     let host: String
     let eventPort: Int
     let liveViewPort: Int
     let group: any EventLoopGroup
-    private var parser = FujiLiveViewParser()
-    private let sockets = Locked<[PTPSocket]>([])
-    private var liveView: PTPSocket?
-    private var captureTID: UInt32 = 0
+    private let parser = Mutex(FujiLiveViewParser())
+    private let sockets = Mutex<[PTPSocket]>([])
+    private let liveView = Mutex<PTPSocket?>(nil)
+    private let captureTID = Mutex<UInt32>(0)
     static let clientState: UInt16 = 0xDF01
     static let appVersion: UInt16 = 0xDF24
 
-    init(transport: any PTPTransport, info: PTPDeviceInfo, timeout: Duration, logger: Logger, host: String,
+    init(link: PTPLink, host: String,
          eventPort: Int, liveViewPort: Int, group: any EventLoopGroup) {
         self.host = host
         self.eventPort = eventPort
         self.liveViewPort = liveViewPort
         self.group = group
-        super.init(transport: transport, info: info, timeout: timeout, logger: logger)
+        self.link = link
     }
 
     func startLiveView() async throws {
@@ -39,21 +40,24 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable
             _ = try await call(PTPOperation.setDevicePropValue, [UInt32(Self.appVersion)], data: Array(v.data.prefix(4)))
         }
         let r = try await callOK(PTPOperation.initiateOpenCapture, [0, 0])
-        captureTID = r.transactionID
+        captureTID.withLock { $0 = r.transactionID }
         let evt = try await PTPSocket.connect(host: host, port: eventPort, group: group, mode: .lengthPrefixed,
                                               name: "fuji event", timeout: timeout)
         sockets.withLock { $0.append(evt) }
         let lv = try await PTPSocket.connect(host: host, port: liveViewPort, group: group, mode: .lengthPrefixed,
                                              name: "fuji live view", timeout: timeout)
         sockets.withLock { $0.append(lv) }
-        liveView = lv
+        liveView.withLock { $0 = lv }
     }
 
     func poll(_ emit: (WireFrame) -> Void) async throws -> PTPPoll {
-        guard let lv = liveView else { throw PTPTransportError.closed("fuji live view not started") }
+        guard let lv = liveView.withLock({ $0 }) else { throw PTPTransportError.closed("fuji live view not started") }
         guard case .message(let m) = try await lv.receive(timeout: timeout) else { return .busy }
-        let (got, damaged) = collectFrames(emit) { parser.feed(m, $0) }
-        if damaged { parser = FujiLiveViewParser() }
+        let got = parser.withLock { p in
+            let result = collectFrames(emit) { p.feed(m, $0) }
+            if result.damaged { p = FujiLiveViewParser() }
+            return result.got
+        }
         return got ? .frame : .busy
     }
 
@@ -68,12 +72,12 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable
     }
 
     func stopLiveView() async {
-        _ = try? await call(PTPOperation.terminateOpenCapture, [captureTID])
+        _ = try? await call(PTPOperation.terminateOpenCapture, [captureTID.withLock { $0 }])
         _ = try? await call(PTPOperation.closeSession)
     }
 
-    override func close() {
+    func close() {
         for s in sockets.withLock({ $0 }) { s.close() }
-        super.close()
+        transport.close()
     }
 }

@@ -5,15 +5,18 @@ import Logging
 /// Nikon (ptp.md §2.1): LiveViewStatus 0xD1A2 / prohibit 0xD1A4, StartLiveView 0x9201, DeviceReady
 /// 0x90C8 polling, then GetLiveViewImageEx 0x9428 when advertised, else GetLiveViewImg 0x9203;
 /// 0x2019 → retry, 0xA00B NotLiveView → restart live view.
-final class NikonPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable {
+final class NikonPTPSession: PTPVendorBase, PTPVendorSession {
+    let link: PTPLink
+
+    init(link: PTPLink) { self.link = link }
     /// Captures of ours in progress, and when GetEvent was last asked for body shots (`PTPCapture.swift`).
-    let capturing = Locked(0)
-    let lastBodyEvents = Locked<ContinuousClock.Instant?>(nil)
+    let capturing = Mutex(0)
+    let lastBodyEvents = Mutex<ContinuousClock.Instant?>(nil)
     let vendor = PTPVendor.nikon
     let pushed = false
-    private var parser = NikonLiveViewParser()
+    private let parser = Mutex(NikonLiveViewParser())
     /// The AF coordinate space of the latest frame (whole-size units), for touch-AF.
-    private let lastSpace = Locked<AFCoordinateSpace?>(nil)
+    private let lastSpace = Mutex<AFCoordinateSpace?>(nil)
 
     var useEx: Bool { info.operations.contains(PTPOperation.nikonGetLiveViewImageEx) }
 
@@ -53,9 +56,13 @@ final class NikonPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendabl
         let r = try await call(op)
         switch r.code {
         case PTPResponse.ok:
-            let (got, damaged) = collectFrames(emit) { parser.feed(r.data, $0) }
-            if got { lastSpace.withLock { $0 = parser.lastHeader.coordinateSpace } }
-            if damaged { parser = NikonLiveViewParser() }
+            let (got, damaged, space) = parser.withLock { p in
+                let result = collectFrames(emit) { p.feed(r.data, $0) }
+                let space = p.lastHeader.coordinateSpace
+                if result.damaged { p = NikonLiveViewParser() }
+                return (result.got, result.damaged, space)
+            }
+            if got { lastSpace.withLock { $0 = space } }
             return got ? .frame : .busy
         case PTPResponse.deviceBusy:
             return .busy

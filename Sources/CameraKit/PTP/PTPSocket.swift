@@ -28,7 +28,7 @@ enum PTPIncoming: Sendable {
 }
 
 /// The receive side of one socket: a queue the channel handler fills and one async reader empties.
-final class PTPInbox: @unchecked Sendable {
+final class PTPInbox: Sendable {
     private struct State {
         var queue: [PTPIncoming] = []
         var head = 0
@@ -36,7 +36,7 @@ final class PTPInbox: @unchecked Sendable {
         var closed: (any Error)?
         var nextID = 0
     }
-    private let state = Locked(State())
+    private let state = Mutex(State())
 
     func deliver(_ item: PTPIncoming) {
         let w = state.withLock { s -> CheckedContinuation<PTPIncoming, any Error>? in
@@ -120,7 +120,7 @@ final class PTPInbox: @unchecked Sendable {
 }
 
 /// Splits a TCP byte stream into packets/messages and hands them to the inbox.
-final class PTPSocketHandler: ChannelInboundHandler, @unchecked Sendable {
+final class PTPSocketHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     enum Mode { case ptpip, lengthPrefixed }
 

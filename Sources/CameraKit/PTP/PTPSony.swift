@@ -6,10 +6,13 @@ import Logging
 /// PriorityMode 0xD25A = 1; frames with GetObject(0xFFFFC002); 0x200F AccessDenied (polled too fast
 /// / no new frame) and a zero image size are "not yet"; 0x2009 is "live view still starting".
 /// Properties through SDIO_GetAllExtDevicePropInfo 0x9209 and SDIO_SetExtDevicePropValue 0x9205.
-final class SonyPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable {
+final class SonyPTPSession: PTPVendorBase, PTPVendorSession {
+    let link: PTPLink
+
+    init(link: PTPLink) { self.link = link }
     let vendor = PTPVendor.sony
     let pushed = false
-    private var parser = SonyPTPParser(transfer: .raw)
+    private let parser = Mutex(SonyPTPParser(transfer: .raw))
     static let priorityMode: UInt16 = 0xD25A
 
     func startLiveView() async throws {
@@ -28,8 +31,11 @@ final class SonyPTPSession: PTPVendorBase, PTPVendorSession, @unchecked Sendable
         case PTPResponse.ok:
             // A zero image size means "no frame yet" (same as AccessDenied).
             guard r.data.count >= 16, r.data[4] | r.data[5] | r.data[6] | r.data[7] != 0 else { return .busy }
-            let (got, damaged) = collectFrames(emit) { parser.feed(r.data, $0) }
-            if damaged { parser = SonyPTPParser(transfer: .raw) }
+            let got = parser.withLock { p in
+                let result = collectFrames(emit) { p.feed(r.data, $0) }
+                if result.damaged { p = SonyPTPParser(transfer: .raw) }
+                return result.got
+            }
             return got ? .frame : .busy
         case PTPResponse.accessDenied, PTPResponse.deviceBusy, PTPResponse.invalidObjectHandle:
             return .busy

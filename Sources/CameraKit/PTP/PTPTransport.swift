@@ -53,14 +53,14 @@ enum PTPInitiator {
 }
 
 /// PTP/IP initiator over two TCP connections (ptp.md §1.1–1.3).
-final class PTPIPTransport: PTPTransport, @unchecked Sendable {
+final class PTPIPTransport: PTPTransport, Sendable {
     let command: PTPSocket
     let event: PTPSocket
     let connectionNumber: UInt32
     let cameraName: String
     private let mutex = PTPAsyncMutex()
-    private let tid = Locked<UInt32>(0)
-    private let failed = Locked<(any Error)?>(nil)
+    private let tid = Mutex<UInt32>(0)
+    private let failed = Mutex<(any Error)?>(nil)
 
     private init(command: PTPSocket, event: PTPSocket, connectionNumber: UInt32, cameraName: String) {
         self.command = command
@@ -179,11 +179,11 @@ final class PTPIPTransport: PTPTransport, @unchecked Sendable {
 
 /// Fujifilm's Wi-Fi dialect (ptp.md §2.4): an 82-byte init packet, then USB bulk containers on the
 /// command socket, a separate event port and a pushed live-view port.
-final class FujiTransport: PTPTransport, @unchecked Sendable {
+final class FujiTransport: PTPTransport, Sendable {
     let command: PTPSocket
     private let mutex = PTPAsyncMutex()
-    private let tid = Locked<UInt32>(0)
-    private let failed = Locked<(any Error)?>(nil)
+    private let tid = Mutex<UInt32>(0)
+    private let failed = Mutex<(any Error)?>(nil)
     static let initMagic: UInt32 = 0x8F53_E4F2
 
     private init(command: PTPSocket) { self.command = command }

@@ -13,35 +13,51 @@ public enum PanasonicAccessGeneration: String, Sendable, CaseIterable {
     case session = "req_acc_g"
 }
 
+/// The pauses of a Panasonic session (tests shorten them).
+public struct PanasonicTiming: Sendable {
+    /// Interval of the `getstate` keep-alive (the camera ends the stream after ~10–12 s of silence).
+    public var keepAliveInterval: Duration = .seconds(2)
+    /// Pause between `req_acc` polls while the camera asks its user (`ok_under_research…`).
+    public var reqAccPollInterval: Duration = .seconds(1)
+    /// Pause between `req_acc_e` polls.
+    public var reqAccEPollInterval: Duration = .milliseconds(500)
+
+    public init(keepAliveInterval: Duration = .seconds(2), reqAccPollInterval: Duration = .seconds(1),
+                reqAccEPollInterval: Duration = .milliseconds(500)) {
+        self.keepAliveInterval = keepAliveInterval
+        self.reqAccPollInterval = reqAccPollInterval
+        self.reqAccEPollInterval = reqAccEPollInterval
+    }
+}
+
 /// The `cam.cgi` control channel of one camera: builds requests, runs the access-control handshake
 /// (trying the generations in the notes' order and remembering what worked), adds the session
 /// header, and maps error replies to `CameraControlError`.
-public final class PanasonicCamCGI: @unchecked Sendable {
+public final class PanasonicCamCGI: Sendable {
     public let endpoint: PanasonicEndpoint
     let http: HTTPClient
     let logger: Logger
     /// The id sent as `req_acc` `value` / `req_acc_e` UDN (a stable UUID derived from the client name).
     public let clientID: String
     /// How long to wait for the user to accept the connection on the camera.
-    public var pairingTimeout: Duration = .seconds(30)
-    /// Pause between `req_acc` polls while the camera asks its user (`ok_under_research…`).
-    public var reqAccPollInterval: Duration = .seconds(1)
-    /// Pause between `req_acc_e` polls.
-    public var reqAccEPollInterval: Duration = .milliseconds(500)
+    public let pairingTimeout: Duration = .seconds(30)
+    public let timing: PanasonicTiming
     /// Timeout of one ordinary request.
-    public var requestTimeout: TimeAmount = .seconds(5)
+    public let requestTimeout: TimeAmount = .seconds(5)
 
     private struct Access {
         var generation: PanasonicAccessGeneration?
         var granted = false
         var sessionID: String?
     }
-    private let access = Locked(Access())
-    private let handshakeTask = Locked<Task<PanasonicAccessGeneration, any Error>?>(nil)
-    private let requestLog = Locked<[String]>([])
+    private let access = Mutex(Access())
+    private let handshakeTask = Mutex<Task<PanasonicAccessGeneration, any Error>?>(nil)
+    private let requestLog = Mutex<[String]>([])
 
-    public init(endpoint: PanasonicEndpoint, group: any EventLoopGroup, logger: Logger) {
+    public init(endpoint: PanasonicEndpoint, group: any EventLoopGroup, timing: PanasonicTiming = .init(),
+                logger: Logger) {
         self.endpoint = endpoint
+        self.timing = timing
         self.http = HTTPClient(group: group)
         self.logger = logger
         self.clientID = Self.uuid(from: endpoint.clientName)
@@ -227,7 +243,7 @@ public final class PanasonicCamCGI: @unchecked Sendable {
                     guard ContinuousClock.now < deadline else {
                         throw CameraControlError.camera(code: 10, message: "\(r.result): nobody accepted the connection on the camera in time")
                     }
-                    try await Task.sleep(for: reqAccPollInterval)
+                    try await Task.sleep(for: timing.reqAccPollInterval)
                     continue
                 }
                 if r.result == "err_param" || r.result == "err_critical" || r.result == "err_non_support" { return false }
@@ -258,7 +274,7 @@ public final class PanasonicCamCGI: @unchecked Sendable {
                     guard ContinuousClock.now < deadline else {
                         throw CameraControlError.camera(code: 10, message: "\(r.result): nobody accepted the connection on the camera in time")
                     }
-                    try await Task.sleep(for: reqAccEPollInterval)
+                    try await Task.sleep(for: timing.reqAccEPollInterval)
                     continue
                 }
                 if r.result == "err_user_refused" {

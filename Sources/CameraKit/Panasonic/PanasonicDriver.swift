@@ -7,7 +7,7 @@ import NIOPosix
 /// access-control handshake, `camcmd&value=recmode`, UDP live view (`startstream`) on a socket bound
 /// before the request, a `getstate` keep-alive so the camera does not end the stream, a stall
 /// watchdog, and reconnect with back-off.
-public final class PanasonicDriver: CameraDriver, @unchecked Sendable {
+public final class PanasonicDriver: CameraDriver, Sendable {
     public let vendor = "panasonic"
     public let stats = DriverStats()
     public let camcgi: PanasonicCamCGI
@@ -16,22 +16,21 @@ public final class PanasonicDriver: CameraDriver, @unchecked Sendable {
     private let logger: Logger
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 128 * 1024)
-    private let channelBox = Locked<(any Channel)?>(nil)
-    private let offeredBox = Locked<PanasonicVocabulary.Offered?>(nil)
-    private let boundPort = Locked<Int?>(nil)
+    private let channelBox = Mutex<(any Channel)?>(nil)
+    private let offeredBox = Mutex<PanasonicVocabulary.Offered?>(nil)
+    private let boundPort = Mutex<Int?>(nil)
 
-    /// Interval of the `getstate` keep-alive (the camera ends the stream after ~10–12 s of silence).
-    public var keepAliveInterval: Duration = .seconds(2)
     /// No frame for this long: re-issue `startstream`; for twice as long: reconnect.
-    public var stallTimeout: Duration = .seconds(2)
+    public let stallTimeout: Duration = .seconds(2)
     private let lifecycle: DriverLifecycle
 
-    public init(endpoint: PanasonicEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
+    public init(endpoint: PanasonicEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0,
+                timing: PanasonicTiming = .init(), logger: Logger) {
         self.endpoint = endpoint
         self.group = group
         self.cameraIndex = cameraIndex
         self.logger = logger
-        self.camcgi = PanasonicCamCGI(endpoint: endpoint, group: group, logger: logger)
+        self.camcgi = PanasonicCamCGI(endpoint: endpoint, group: group, timing: timing, logger: logger)
         self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats)
     }
 
@@ -82,12 +81,11 @@ public final class PanasonicDriver: CameraDriver, @unchecked Sendable {
         var lastKeepAlive = ContinuousClock.now
         var keepAliveFailures = 0
         var restartedStream = false
-        let stallNanos = UInt64(stallTimeout.components.seconds) * 1_000_000_000
-            + UInt64(stallTimeout.components.attoseconds / 1_000_000_000)
+        let stallNanos = stallTimeout.nanoseconds
         do {
             while channel.isActive {
                 try await Task.sleep(for: .milliseconds(100))
-                if ContinuousClock.now - lastKeepAlive >= keepAliveInterval {
+                if ContinuousClock.now - lastKeepAlive >= camcgi.timing.keepAliveInterval {
                     lastKeepAlive = ContinuousClock.now
                     do {
                         let r = try await camcgi.call(mode: "getstate", timeout: .seconds(2))

@@ -4,7 +4,7 @@ import NIOCore
 
 /// Receives the camera's live-view datagrams (one whole JPEG each), parses them with
 /// `PanasonicLiveViewParser` and publishes frames into the hub. Runs on the channel's event loop.
-final class PanasonicLiveViewHandler: ChannelInboundHandler, @unchecked Sendable {
+final class PanasonicLiveViewHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
     private var parser = PanasonicLiveViewParser()

@@ -8,7 +8,7 @@ import NIOPosix
 /// Driver for cameras speaking Sony's Camera Remote API (JSON-RPC over HTTP + the liveview packet
 /// stream): `startRecMode` when the camera lists it, `startLiveview`, `setLiveviewFrameInfo`,
 /// `getEvent` polling, `stopLiveview`, reconnect with back-off when the stream or camera drops.
-public final class SonyDriver: CameraDriver, @unchecked Sendable {
+public final class SonyDriver: CameraDriver, Sendable {
     public let vendor = "sony"
     public let stats = DriverStats()
     public let rpc: SonyRPC
@@ -17,7 +17,7 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 256 * 1024)
     private let lifecycle: DriverLifecycle
-    private let channelBox = Locked<(any Channel)?>(nil)
+    private let channelBox = Mutex<(any Channel)?>(nil)
     let stills = SonyStills()
 
     /// `endpoint` is the JSON-RPC camera service, e.g. `http://192.168.122.1:8080/sony/camera`.
@@ -72,7 +72,7 @@ public final class SonyDriver: CameraDriver, @unchecked Sendable {
     }
 
     private func stream(url: HTTPURL, publisher: FramePublisher) async throws {
-        let statusBox = Locked<Int?>(nil)
+        let statusBox = Mutex<Int?>(nil)
         let lifecycle = self.lifecycle
         let handler = SonyLiveviewHandler(
             publisher: publisher,

@@ -6,7 +6,7 @@ import NIOHTTP1
 /// Reads the endless liveview HTTP body, parses the packets and publishes frames into the hub.
 /// Runs on the channel's event loop; one copy from the socket into a reused scratch array (the
 /// parser's input), one copy into the pooled frame.
-final class SonyLiveviewHandler: ChannelInboundHandler, @unchecked Sendable {
+final class SonyLiveviewHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
 
     private var parser = SonyRemoteParser()

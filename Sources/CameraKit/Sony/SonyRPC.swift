@@ -7,8 +7,8 @@ public import NIOCore
 public final class SonyRPC: Sendable {
     public let endpoint: HTTPURL
     private let client: HTTPClient
-    private let nextID = Locked(1)
-    private let callLog = Locked<[String]>([])
+    private let nextID = Mutex(1)
+    private let callLog = Mutex<[String]>([])
 
     public init(endpoint: HTTPURL, group: any EventLoopGroup) {
         self.endpoint = endpoint

@@ -15,7 +15,7 @@ final class SonyStills: Sendable {
         var capturing = 0
         var deferred: [String] = []
     }
-    private let state = Locked(State())
+    private let state = Mutex(State())
 
     func setSink(_ sink: @escaping CameraImageSink) { state.withLock { $0.sink = sink } }
 

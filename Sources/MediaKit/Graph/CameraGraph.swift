@@ -1,7 +1,6 @@
 import Foundation
 public import LiveViewCore
 public import Logging
-import Synchronization
 
 /// One camera's media graph: the camera's hub feeds branches that exist only while consumed.
 ///

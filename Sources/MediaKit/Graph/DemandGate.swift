@@ -1,5 +1,5 @@
+import LiveViewCore
 import Foundation
-import Synchronization
 
 /// Runs a branch of the media graph only while it has consumers: the first consumer starts it, and
 /// it stops a linger after the last one leaves (unless a consumer came back meanwhile), so a viewer

@@ -4,7 +4,6 @@ internal import CGStreamerShim
 import Foundation
 import LiveViewCore
 import Logging
-import Synchronization
 
 /// The encoded branch of a camera's media graph: ONE H.264 encoder per camera, fed by the picture
 /// branch, shared by every H.264 consumer (RTSP H.264 sessions, HLS, and what comes next).
@@ -148,7 +147,8 @@ public final class EncodedBranch: Sendable {
         do {
             let e = try EncoderPipeline(branch: self, stats: stats, runtime: runtime)
             encoder.withLock { $0 = e }
-            e.subscription = pictures.subscribe { [weak e] pic in e?.encode(pic) }
+            let subscription = pictures.subscribe { [weak e] pic in e?.encode(pic) }
+            e.subscription.withLock { $0 = subscription }
             logger.info("H.264 encoder started", metadata: ["camera": "\(id)"])
         } catch {
             logger.error("cannot start the H.264 encoder", metadata: ["camera": "\(id)", "error": "\(error)"])
@@ -157,7 +157,7 @@ public final class EncodedBranch: Sendable {
 
     private func stopEncoder() {
         guard let e = encoder.withLock({ v -> EncoderPipeline? in let o = v; v = nil; return o }) else { return }
-        if let s = e.subscription { pictures.unsubscribe(s) }
+        if let s = e.subscription.withLock({ $0 }) { pictures.unsubscribe(s) }
         e.pipeline.stop()
         logger.info("H.264 encoder stopped", metadata: ["camera": "\(id)"])
     }
@@ -239,13 +239,13 @@ final class EncodedStats: Sendable {
 
 /// The running encoder pipeline and its clocks. `encode` runs on the picture branch's thread,
 /// the appsink callback on the encoder's streaming thread.
-final class EncoderPipeline: @unchecked Sendable {
-    // `subscription` is written once right after init, before any picture arrives.
-    var subscription: AnnotatedStream.Subscription?
+final class EncoderPipeline: Sendable {
+    /// Set right after init, before any picture arrives.
+    let subscription = Mutex<AnnotatedStream.Subscription?>(nil)
     let pipeline: MediaPipeline
     private let source: AppSource
-    private let encoderElement: UnsafeMutablePointer<GstElement>
-    private weak var branch: EncodedBranch?
+    private let encoderElement: GstElementRef
+    private weak let branch: EncodedBranch?
     private let stats: EncodedStats
     private let fps: Int
     private let gridNanos: UInt64
@@ -279,7 +279,7 @@ final class EncoderPipeline: @unchecked Sendable {
             throw MediaError("encoder pipeline lacks src, enc or sink")
         }
         source = AppSource(element: src)
-        encoderElement = enc
+        encoderElement = GstElementRef(enc)
         self.branch = branch
         self.stats = stats
         let user = Unmanaged.passRetained(EncoderCallbackBox(self)).toOpaque()
@@ -293,7 +293,6 @@ final class EncoderPipeline: @unchecked Sendable {
         try pipeline.play()
     }
 
-    deinit { lg_object_unref(encoderElement) }
 
     func requestJoinKeyframe() { joinRequested.store(true, ordering: .relaxed) }
 
@@ -328,7 +327,7 @@ final class EncoderPipeline: @unchecked Sendable {
             c.pictures += 1
             return (pts, force)
         }
-        if forceKey { lg_request_key_frame(encoderElement) }
+        if forceKey { lg_request_key_frame(encoderElement.element) }
         source.ensureRawCaps(width: pic.width, height: pic.height, fps: fps)
         source.push(picture: pic, pts: pts, duration: UInt64(1_000_000_000 / fps))
     }
@@ -369,7 +368,7 @@ final class EncoderPipeline: @unchecked Sendable {
 }
 
 /// A weak reference for the appsink callback (no retain cycle through GStreamer).
-final class EncoderCallbackBox: @unchecked Sendable {
-    weak var target: EncoderPipeline?
+final class EncoderCallbackBox: Sendable {
+    weak let target: EncoderPipeline?
     init(_ t: EncoderPipeline) { target = t }
 }

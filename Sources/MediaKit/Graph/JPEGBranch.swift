@@ -1,7 +1,6 @@
 import JPEGKit
 import LiveViewCore
 import Logging
-import Synchronization
 
 /// The JPEG branch of a camera's media graph: the camera's own bytes, never decoded, for every
 /// consumer that carries JPEG (RTSP `/raw` sessions, MJPEG over HTTP). While it has consumers a

@@ -1,5 +1,4 @@
 public import LiveViewCore
-import Synchronization
 
 /// One viewer of a camera's JPEGs as they came from the camera (MJPEG over HTTP): a single slot
 /// with the newest frame and at most one waiting reader. Latest wins: a viewer that reads slower

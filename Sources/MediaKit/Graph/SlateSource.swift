@@ -1,7 +1,6 @@
 import JPEGKit
 import Foundation
 import LiveViewCore
-import Synchronization
 
 /// What the slate says about a camera that is away.
 public struct CameraPresence: Sendable, Equatable {
