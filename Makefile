@@ -3,7 +3,7 @@ SWIFT ?= swift
 SHARED ?= ../shared
 CONFORMANCE := $(SHARED)/conformance/check.sh
 
-.PHONY: run test deps build build-debug unit-tests tsan-tests conformance bench bench-check clean
+.PHONY: run test deps build build-debug unit-tests tsan-tests conformance bench bench-check clean openapi fuzz soak
 
 ## Install missing Debian packages, build in release mode, start the gateway on its default
 ## (an emulated Sony camera) and print the URLs to open.
@@ -60,5 +60,24 @@ bench-check: deps
 	cd Benchmarks && $(SWIFT) package benchmark thresholds check --target HotPath --no-progress \
 		--filter 'hotpath\.a swift.*' --filter 'hotpath\.b gst.*'
 
+## Long fuzzing (not part of `make test`, which runs 6 000 mutations per format): every wire parser,
+## the JPEG scanner and the frame reassemblers get FUZZ_ITERATIONS mutated inputs each, in a release
+## build of the tests (build folder .build-fuzz). No crash, no hang, every input answered.
+FUZZ_ITERATIONS ?= 1000000
+fuzz: deps
+	LIVEGATE_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) $(SWIFT) test -c release -Xswiftc -enable-testing \
+		--scratch-path .build-fuzz --filter FuzzTests
+
+## The reliability suite at length (not part of `make test`, which runs its short versions):
+## SIGKILL during recording ×50 and a one-hour soak (flat memory, frame rate held). ~1 h 15 min.
+SOAK_SECONDS ?= 3600
+soak: deps
+	LIVEGATE_RELIABILITY_ROUNDS=50 LIVEGATE_SOAK_SECONDS=$(SOAK_SECONDS) $(SWIFT) test --no-parallel \
+		--filter 'RecordingKillTests|RTSPTimeoutTests|SoakTests'
+
+## After editing docs/openapi.yaml: embed it into the gateway (served at /api/v1/openapi.yaml).
+openapi:
+	./scripts/embed-openapi.sh
+
 clean:
-	rm -rf .build .build-tsan
+	rm -rf .build .build-tsan .build-fuzz

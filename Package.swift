@@ -29,13 +29,14 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.25.0"),
     ],
     targets: [
         .systemLibrary(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(
-            name: "CGStreamer", pkgConfig: "gstreamer-rtsp-server-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0",
+            name: "CGStreamer", pkgConfig: "gstreamer-rtsp-server-1.0 gstreamer-rtsp-1.0 gio-2.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-webrtc-1.0 gstreamer-sdp-1.0",
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstrtspserver-1.0-dev"])]),
         .target(name: "CGStreamerShim", dependencies: ["CGStreamer"]),
         .target(name: "LiveViewCore", swiftSettings: strict),
@@ -83,6 +84,7 @@ let package = Package(
             name: "livegate",
             dependencies: ["Gateway", "GatewayAPI", "MediaKit", "Vendors", "CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "UnixSignals", package: "swift-service-lifecycle"),

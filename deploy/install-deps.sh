@@ -57,7 +57,7 @@ fi
 # The test suite's PyPI packages (pinned in requirements-test.txt): only when one is missing.
 # Debian's own python3 refuses pip installs into the system (PEP 668) unless told.
 requirements="$(dirname "$0")/../requirements-test.txt"
-if ! python3 -c "import aiortc, playwright, prometheus_client" 2>/dev/null; then
+if ! python3 -c "import aiortc, playwright, prometheus_client, jsonschema, yaml, openapi_spec_validator" 2>/dev/null; then
     echo "install-deps: pip install -r requirements-test.txt" >&2
     python3 -m pip install -q -r "$requirements" 2>/dev/null \
         || python3 -m pip install -q --break-system-packages -r "$requirements"

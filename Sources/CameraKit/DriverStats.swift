@@ -1,3 +1,4 @@
+public import CameraWire
 import LiveViewCore
 
 /// Counters a driver keeps; read from any thread.
@@ -13,6 +14,7 @@ public final class DriverStats: Sendable {
     private let windowStart = Atomic<UInt64>(0)
     private let windowFrames = Atomic<Int>(0)
     private let fpsMilli = Atomic<Int>(0)
+    private let dropReasons = Mutex<[String: Int]>([:])
 
     public init() {}
 
@@ -33,8 +35,18 @@ public final class DriverStats: Sendable {
         }
     }
 
-    /// Counts a damaged or incomplete frame that was dropped.
-    public func dropped(_ n: Int = 1) { droppedCount.wrappingAdd(n, ordering: .relaxed) }
+    /// Counts damaged or incomplete frames that were dropped, under the reason they were (see
+    /// `WireError.dropReason`; also `incomplete` when a frame's datagrams never all came,
+    /// `sequence-gap` when the camera's frame numbers skip).
+    public func dropped(_ n: Int = 1, reason: String) {
+        guard n > 0 else { return }
+        droppedCount.wrappingAdd(n, ordering: .relaxed)
+        dropReasons.withLock { $0[reason, default: 0] += n }
+    }
+    /// A frame the parser gave up on, counted under its problem.
+    public func dropped(_ issue: WireIssue) { dropped(1, reason: issue.error.dropReason) }
+    /// Frames dropped so far, by reason.
+    public var dropsByReason: [String: Int] { dropReasons.withLock { $0 } }
     /// Counts a datagram that did not come from the camera's address and stream port (dropped unread).
     public func foreignDatagram() { foreignCount.wrappingAdd(1, ordering: .relaxed) }
     public var foreignDatagrams: Int { foreignCount.load(ordering: .relaxed) }

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayAPI
 import Hummingbird
 import HTTPTypes
 import NIOCore
@@ -136,8 +137,6 @@ struct AccessMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     static func refuse(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        let body = (try? JSONSerialization.data(withJSONObject: ["error": message])) ?? Data()
-        return Response(status: status, headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        ControlAPI.json(ErrorBody(error: message), status: status)
     }
 }

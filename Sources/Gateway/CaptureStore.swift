@@ -2,6 +2,7 @@ import LiveViewCore
 import CameraKit
 import CameraWire
 public import Foundation
+import GatewayAPI
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,9 +20,17 @@ public struct SavedCapture: Sendable, Hashable {
     public var fromBody: Bool
     public var savedAt: Date
 
-    var json: [String: Any] {
-        ["camera": camera, "name": name, "cameraName": cameraName, "path": path, "bytes": bytes, "sha256": sha256,
-         "fromBody": fromBody, "savedAt": ISO8601DateFormatter().string(from: savedAt)]
+    var api: SavedFile {
+        SavedFile(camera: camera, name: name, cameraName: cameraName, path: path, bytes: bytes, sha256: sha256,
+                  fromBody: fromBody, savedAt: ISO8601DateFormatter().string(from: savedAt))
+    }
+}
+
+extension CameraStorage {
+    /// As the API shows it (the fields the camera did not report are left out).
+    var api: StorageState {
+        StorageState(mounted: mounted, full: full, writeProtected: writeProtected, error: error, writing: writing,
+                     remainingShots: remainingShots)
     }
 }
 

@@ -1,5 +1,6 @@
 import CameraKit
 import Foundation
+public import GatewayAPI
 public import Hummingbird
 import JPEGKit
 import LiveViewCore
@@ -32,15 +33,15 @@ public protocol ControlModel: Sendable {
     /// A new listener of the camera events (Server-Sent Event texts), nil when not offered.
     func eventStream(lastEventID: Int?) -> AsyncStream<String>?
     /// A property was set through the API (for the event stream).
-    func propertyWasSet(camera: String, name: String, value: Any)
+    func propertyWasSet(camera: String, name: String, value: APIValue)
     /// Fires the camera's shutter and saves what the shot produced.
     func capture(camera: CameraRuntime, autofocus: Bool) async throws -> [SavedCapture]
     /// The files saved from a camera (shots from the API and from the body), oldest first.
     func captures(camera: String) -> [SavedCapture]
     /// Reads the configuration again: cameras added, removed and left alone.
-    func reload() async throws -> Gateway.ReloadResult
+    func reload() async throws -> GatewayAPI.ReloadResult
     /// A camera's pushes to media servers (url, state, reason).
-    func pushes(camera: String) -> [[String: Any]]
+    func pushes(camera: String) -> [PushState]
 }
 
 extension ControlModel {
@@ -50,15 +51,15 @@ extension ControlModel {
     }
     public func whepEnd(camera: String, session: String) -> Bool { false }
     public func eventStream(lastEventID: Int?) -> AsyncStream<String>? { nil }
-    public func propertyWasSet(camera: String, name: String, value: Any) {}
+    public func propertyWasSet(camera: String, name: String, value: APIValue) {}
     public func capture(camera: CameraRuntime, autofocus: Bool) async throws -> [SavedCapture] {
         throw APIError(.notImplemented, "capture is not available here")
     }
     public func captures(camera: String) -> [SavedCapture] { [] }
-    public func reload() async throws -> Gateway.ReloadResult {
+    public func reload() async throws -> GatewayAPI.ReloadResult {
         throw APIError(.conflict, "nothing to reload here")
     }
-    public func pushes(camera: String) -> [[String: Any]] { [] }
+    public func pushes(camera: String) -> [PushState] { [] }
 }
 
 /// The HTTP JSON control API (Hummingbird): cameras, properties, touch-AF, metrics and HLS files.
@@ -84,7 +85,7 @@ public enum ControlAPI {
         router.get("/api/v1/cameras/:id/properties") { _, context in
             let cam = try camera(context, model)
             let props = try await mapErrors { try await cam.driver.properties() }
-            return json(props.map(propertyJSON))
+            return json(props.map(propertyInfo))
         }
         router.get("/api/v1/cameras/:id/properties/:name") { _, context in
             let cam = try camera(context, model)
@@ -93,62 +94,59 @@ public enum ControlAPI {
             guard let p = props.first(where: { $0.name == name }) else {
                 throw APIError(.notFound, "\(cam.id) does not support \(name.rawValue)")
             }
-            return json(propertyJSON(p))
+            return json(propertyInfo(p))
         }
         router.put("/api/v1/cameras/:id/properties/:name") { request, context in
             let cam = try camera(context, model)
             let name = try propertyName(context)
-            let body = try await readJSONObject(request)
-            guard let raw = body["value"] else { throw APIError(.badRequest, "body must be {\"value\": …}") }
+            let body = try await readJSON(request, as: SetPropertyRequest.self,
+                                          "body must be {\"value\": …}; \"value\" must be a string or a number")
             let value: PropertyValue
-            if let n = raw as? NSNumber, !(raw is Bool), CFGetTypeIDIsNotBool(n) {
-                value = .number(n.doubleValue)
-            } else if let s = raw as? String, !s.isEmpty, s.count <= 64 {
+            switch body.value {
+            case .number(let d): value = .number(d)
+            case .text(let s):
+                guard !s.isEmpty, s.count <= 64 else { throw APIError(.badRequest, "\"value\" must be a string or a number") }
                 value = CommonValues.parse(s, for: name)
-            } else {
-                throw APIError(.badRequest, "\"value\" must be a string or a number")
             }
             try await mapErrors { try await cam.driver.setProperty(name, to: value) }
-            model.propertyWasSet(camera: cam.id, name: name.rawValue, value: jsonValue(value))
-            return json(["name": name.rawValue, "value": jsonValue(value), "status": "accepted"])
+            model.propertyWasSet(camera: cam.id, name: name.rawValue, value: apiValue(value))
+            return json(SetPropertyResult(name: name.rawValue, value: apiValue(value)))
         }
         router.post("/api/v1/cameras/:id/focus") { request, context in
             let cam = try camera(context, model)
             try require(.touchAF, of: cam)
-            let body = try await readJSONObject(request)
-            guard let x = (body["x"] as? NSNumber)?.doubleValue, let y = (body["y"] as? NSNumber)?.doubleValue,
-                  x.isFinite, y.isFinite else {
-                throw APIError(.badRequest, "body must be {\"x\": pixels, \"y\": pixels} in output-image pixels")
-            }
+            let point = try await readJSON(request, as: FocusRequest.self,
+                                           "body must be {\"x\": pixels, \"y\": pixels} in output-image pixels")
+            let (x, y) = (point.x, point.y)
             let size = cam.frameSize
             guard size.width > 0, size.height > 0 else { throw APIError(.serviceUnavailable, "no frame yet from \(cam.id)") }
             guard x >= 0, y >= 0, x <= Double(size.width), y <= Double(size.height) else {
                 throw APIError(.badRequest, "point (\(x), \(y)) is outside the \(size.width)x\(size.height) image")
             }
             try await mapErrors { try await cam.driver.touchFocus(x: x, y: y, imageWidth: size.width, imageHeight: size.height) }
-            return json(["x": x, "y": y, "status": "accepted"])
+            return json(FocusResult(x: x, y: y))
         }
         router.post("/api/v1/cameras/:id/capture") { request, context in
             let cam = try camera(context, model)
             try require(.shutter, of: cam)
             var autofocus = false
             if (request.headers[.contentLength].flatMap(Int.init) ?? 0) > 0 || request.headers[.transferEncoding] != nil {
-                let body = try await readJSONObject(request)
-                if let af = body["autofocus"] {
-                    guard let b = af as? Bool else { throw APIError(.badRequest, "\"autofocus\" must be true or false") }
-                    autofocus = b
-                }
+                let body = try await readJSON(request, as: CaptureRequest.self, "\"autofocus\" must be true or false")
+                autofocus = body.autofocus ?? false
             }
             let files = try await mapErrors { try await model.capture(camera: cam, autofocus: autofocus) }
-            return json(["files": files.map(\.json)])
+            return json(SavedFileList(files: files.map(\.api)))
         }
         router.get("/api/v1/cameras/:id/captures") { _, context in
             let cam = try camera(context, model)
-            return json(["files": model.captures(camera: cam.id).map(\.json)])
+            return json(SavedFileList(files: model.captures(camera: cam.id).map(\.api)))
         }
         router.post("/api/v1/reload") { _, _ in
-            let r = try await model.reload()
-            return json(["added": r.added, "removed": r.removed, "unchanged": r.unchanged])
+            try await json(model.reload())
+        }
+        router.get("/api/v1/openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml"],
+                     body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml + "\n")))
         }
         addFileRoutes(router, model: model)
         router.get("/metrics") { _, _ in
@@ -209,9 +207,8 @@ public enum ControlAPI {
 
     /// The `camera` of an event's data (nil when it has none).
     static func eventCamera(_ text: String) -> String? {
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("data: ") }),
-              let obj = try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)) as? [String: Any] else { return nil }
-        return obj["camera"] as? String
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("data: ") }) else { return nil }
+        return (try? JSONDecoder().decode(EventCamera.self, from: Data(line.dropFirst(6).utf8)))?.camera
     }
 
     // No Access-Control-Allow-Origin: only this server's own page (same origin) may use WHEP from
@@ -301,7 +298,7 @@ public enum ControlAPI {
         }
         let cam = try camera(id: String(file.dropLast(4)), model)
         guard let frame = cam.hub.latest() else {
-            throw APIError(.serviceUnavailable, "no frame yet from \(cam.id)", extra: ["state": "\(cam.driver.state)"])
+            throw APIError(.serviceUnavailable, "no frame yet from \(cam.id)", state: cam.driver.state.rawValue)
         }
         defer { frame.release() }
         let age = frame.arrivalNanos > 0 ? (MonotonicClock.nanos() &- frame.arrivalNanos) / 1_000_000 : 0
@@ -332,7 +329,9 @@ public enum ControlAPI {
         return name
     }
 
-    static func readJSONObject(_ request: Request) async throws -> [String: Any] {
+    /// The request's JSON body as `T`: 413 when larger than `maxBody`, 400 "must be a JSON object"
+    /// when it is not one, 400 `wrongShape` when it is an object `T` cannot be read from.
+    static func readJSON<T: Decodable>(_ request: Request, as type: T.Type, _ wrongShape: String) async throws -> T {
         var req = request
         let buf: ByteBuffer
         do {
@@ -340,10 +339,12 @@ public enum ControlAPI {
         } catch {
             throw APIError(.contentTooLarge, "request body larger than \(maxBody) bytes")
         }
-        guard let obj = try? JSONSerialization.jsonObject(with: Data(buf.readableBytesView)) as? [String: Any] else {
+        let data = Data(buf.readableBytesView)
+        guard (try? JSONDecoder().decode(AnyJSONObject.self, from: data)) != nil else {
             throw APIError(.badRequest, "request body must be a JSON object")
         }
-        return obj
+        guard let value = try? JSONDecoder().decode(T.self, from: data) else { throw APIError(.badRequest, wrongShape) }
+        return value
     }
 
     /// 501 with the vendor's reason when the camera's plug-in lacks `capability`.
@@ -359,11 +360,11 @@ public enum ControlAPI {
         } catch let e as CameraControlError {
             switch e {
             case .invalidValue(let p, let v, let valid):
-                throw APIError(.badRequest, "\(p.rawValue): '\(v)' is not offered by the camera", extra: ["valid": valid])
+                throw APIError(.badRequest, "\(p.rawValue): '\(v)' is not offered by the camera", valid: valid)
             case .notSupported(let what):
                 throw APIError(.badRequest, "not supported by this camera: \(what)")
             case .camera(let code, let message):
-                throw APIError(.badGateway, "camera refused: \(message)", extra: ["cameraCode": code])
+                throw APIError(.badGateway, "camera refused: \(message)", cameraCode: code)
             case .unavailable(let why):
                 throw APIError(.serviceUnavailable, plain(why))
             case .refused(let why):
@@ -393,39 +394,41 @@ public enum ControlAPI {
         return branches["slate"] == true ? "no frames from the camera" : nil
     }
 
-    static func summary(_ cam: CameraRuntime, model: any ControlModel) -> [String: Any] {
+    static func summary(_ cam: CameraRuntime, model: any ControlModel) -> CameraSummary {
         let size = cam.frameSize
         let branches = model.branches(camera: cam.id)
-        return [
-            "id": cam.id, "vendor": cam.driver.vendor, "url": cam.url, "state": cam.driver.state.rawValue,
-            "fps": (cam.driver.stats.fps * 10).rounded() / 10, "frames": cam.driver.stats.frames,
-            "drops": cam.driver.stats.drops, "reconnects": cam.driver.stats.reconnects,
-            "width": size.width, "height": size.height, "rotation": cam.frameRotation, "outputs": model.urls(for: cam),
-            "reason": reason(cam, branches: branches) ?? NSNull(), "branches": branches, "push": model.pushes(camera: cam.id),
-            "capabilities": Dictionary(uniqueKeysWithValues: cam.vendor.capabilities.byName),
-            "properties": cam.vendor.properties.map(\.rawValue),
-            "storage": (cam.driver as? any StorageReporting)?.storage.map { Dictionary(uniqueKeysWithValues: $0.fields) } ?? NSNull(),
-        ]
+        let storage = (cam.driver as? any StorageReporting)?.storage
+        return CameraSummary(
+            id: cam.id, vendor: cam.driver.vendor, url: cam.url, state: cam.driver.state.rawValue,
+            fps: (cam.driver.stats.fps * 10).rounded() / 10, frames: cam.driver.stats.frames,
+            drops: cam.driver.stats.drops, reconnects: cam.driver.stats.reconnects,
+            width: size.width, height: size.height, rotation: cam.frameRotation, outputs: model.urls(for: cam),
+            reason: reason(cam, branches: branches), branches: branches, push: model.pushes(camera: cam.id),
+            capabilities: Dictionary(uniqueKeysWithValues: cam.vendor.capabilities.byName),
+            properties: cam.vendor.properties.map(\.rawValue),
+            storage: storage.map(\.api))
     }
 
-    static func jsonValue(_ v: PropertyValue?) -> Any {
+    static func apiValue(_ v: PropertyValue) -> APIValue {
         switch v {
-        case .none: return NSNull()
-        case .text(let s): return s
-        case .number(let d): return d == d.rounded() && abs(d) < 1e9 ? Int(d) as Any : d as Any
+        case .text(let s): return .text(s)
+        case .number(let d): return .number(d)
         }
     }
 
-    static func propertyJSON(_ p: CameraProperty) -> [String: Any] {
-        [
-            "name": p.name.rawValue, "value": jsonValue(p.value), "displayText": p.displayText ?? NSNull(),
-            "choices": p.choices.map { jsonValue($0) }, "writable": p.writable,
-        ]
+    static func propertyInfo(_ p: CameraProperty) -> PropertyInfo {
+        PropertyInfo(name: p.name.rawValue, value: p.value.map(apiValue), displayText: p.displayText,
+                     choices: p.choices.map(apiValue), writable: p.writable)
     }
 
-    static func json(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        var buf = ByteBuffer(bytes: data)
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return e
+    }()
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        var buf = ByteBuffer(bytes: (try? encoder.encode(value)) ?? Data("{}".utf8))
         buf.writeString("\n")
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buf))
     }
@@ -443,11 +446,10 @@ public enum ControlAPI {
         }
         let isPlaylist = file.hasSuffix(".m3u8")
         if await model.hlsRequest(camera: cam.id, playlist: isPlaylist) == .starting {
-            var headers: HTTPFields = [.contentType: "application/json", .accessControlAllowOrigin: "*"]
-            headers[.retryAfter] = "1"
-            var buf = ByteBuffer(string: #"{"error": "HLS is starting; retry in a second"}"#)
-            buf.writeString("\n")
-            return Response(status: .serviceUnavailable, headers: headers, body: .init(byteBuffer: buf))
+            var r = json(ErrorBody(error: "HLS is starting; retry in a second"), status: .serviceUnavailable)
+            r.headers[.accessControlAllowOrigin] = "*"
+            r.headers[.retryAfter] = "1"
+            return r
         }
         let path = "\(root)/\(cam.id)/\(file)"
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -460,31 +462,24 @@ public enum ControlAPI {
     }
 }
 
-/// NSNumber from JSONSerialization is a Bool for true/false; tell them apart without CoreFoundation.
-@inline(__always)
-func CFGetTypeIDIsNotBool(_ n: NSNumber) -> Bool {
-    String(cString: n.objCType) != "c"
-}
-
-/// An error the API answers with a JSON body `{"error": message, …}`.
+/// An error the API answers with a JSON body `{"error": message, …}` (`ErrorBody`).
 struct APIError: Error, HTTPResponseError {
     let status: HTTPResponse.Status
-    let message: String
-    let extra: [String: any Sendable]
+    let body: ErrorBody
     /// Headers the answer carries besides the JSON body (e.g. Content-Range of a 416).
     let headers: HTTPFields
 
-    init(_ status: HTTPResponse.Status, _ message: String, extra: [String: any Sendable] = [:], headers: HTTPFields = [:]) {
+    init(_ status: HTTPResponse.Status, _ message: String, valid: [String]? = nil, cameraCode: Int? = nil,
+         state: String? = nil, headers: HTTPFields = [:]) {
         self.status = status
-        self.message = message
-        self.extra = extra
+        self.body = ErrorBody(error: message, valid: valid, cameraCode: cameraCode, state: state)
         self.headers = headers
     }
 
+    var message: String { body.error }
+
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        var obj: [String: Any] = ["error": message]
-        for (k, v) in extra { obj[k] = v }
-        var r = ControlAPI.json(obj, status: status)
+        var r = ControlAPI.json(body, status: status)
         for f in headers { r.headers.append(f) }
         return r
     }

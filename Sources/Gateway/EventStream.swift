@@ -1,5 +1,6 @@
 import CameraKit
 import Foundation
+import GatewayAPI
 import LiveViewCore
 import MediaKit
 
@@ -73,9 +74,9 @@ final class EventStream: Sendable {
         if last { watcher.withLock { t in t?.cancel(); t = nil } }
     }
 
-    static func format(_ event: String, _ object: [String: Any]) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return "event: \(event)\ndata: \(String(decoding: data, as: UTF8.self))\n\n"
+    static func format(_ event: String, _ data: some Encodable) -> String {
+        let json = (try? ControlAPI.encoder.encode(data)) ?? Data("{}".utf8)
+        return "event: \(event)\ndata: \(String(decoding: json, as: UTF8.self))\n\n"
     }
 
     /// To every listener, with the next id (kept for reconnects).
@@ -92,15 +93,16 @@ final class EventStream: Sendable {
     private func stateEvent(_ cam: CameraRuntime) -> (key: String, text: String) {
         let state = cam.driver.state.rawValue
         let reason = OutputSet.reason(cam.driver)
-        return (state + "|" + (reason ?? ""), Self.format("state", ["camera": cam.id, "state": state, "reason": reason ?? NSNull()]))
+        return (state + "|" + (reason ?? ""), Self.format("state", StateEvent(camera: cam.id, state: state, reason: reason)))
     }
 
     private func propertyEvents(_ cam: CameraRuntime) async -> [String: String] {
         guard cam.driver.state == .streaming, let props = try? await cam.driver.properties() else { return [:] }
         var out: [String: String] = [:]
         for p in props {
-            out[p.name.rawValue] = Self.format("property", ["camera": cam.id, "name": p.name.rawValue,
-                                                             "value": ControlAPI.jsonValue(p.value), "displayText": p.displayText ?? NSNull()])
+            out[p.name.rawValue] = Self.format("property", PropertyEvent(camera: cam.id, name: p.name.rawValue,
+                                                                         value: p.value.map(ControlAPI.apiValue),
+                                                                         displayText: p.displayText))
         }
         return out
     }
@@ -115,56 +117,54 @@ final class EventStream: Sendable {
     private func afEvent(_ cam: CameraRuntime) -> String? {
         guard let f = cam.hub.latest() else { return nil }
         defer { f.release() }
-        let areas: [[String: Any]] = f.afAreas.map { a in
-            ["x": a.pixels.x, "y": a.pixels.y, "w": a.pixels.width, "h": a.pixels.height, "kind": "\(a.kind)", "state": "\(a.state)"]
+        let areas = f.afAreas.map { a in
+            AFBox(x: a.pixels.x, y: a.pixels.y, w: a.pixels.width, h: a.pixels.height, kind: "\(a.kind)", state: "\(a.state)")
         }
-        return Self.format("af", ["camera": cam.id, "width": f.width, "height": f.height, "rotation": f.rotation, "areas": areas])
+        return Self.format("af", AFEvent(camera: cam.id, width: f.width, height: f.height, rotation: f.rotation, areas: areas))
     }
 
     /// The camera's card, when its driver reports one.
     private func storageEvent(_ cam: CameraRuntime) -> String? {
         guard let s = (cam.driver as? any StorageReporting)?.storage else { return nil }
-        var obj: [String: Any] = ["camera": cam.id]
-        for (k, v) in s.fields { obj[k] = v }
-        return Self.format("storage", obj)
+        return Self.format("storage", StorageEvent(camera: cam.id, storage: s.api))
     }
 
     /// A recording segment started or finished.
     func recordingSegment(_ s: RecordingSegment) {
-        send(Self.format("recording", ["camera": s.camera, "change": s.change.rawValue, "path": s.path,
-                                        "frames": s.frames, "clean": s.clean]))
+        send(Self.format("recording", RecordingEvent(camera: s.camera, change: s.change.rawValue, path: s.path,
+                                                     frames: s.frames, clean: s.clean)))
     }
 
     /// A file saved from a camera.
-    func captureSaved(_ file: [String: Any]) {
+    func captureSaved(_ file: SavedFile) {
         send(Self.format("capture", file))
     }
 
     /// An image the camera produced that could not be fetched or saved.
     func captureFailed(camera: String, name: String, reason: String) {
-        send(Self.format("capture-failed", ["camera": camera, "name": name, "reason": reason]))
+        send(Self.format("capture-failed", CaptureFailedEvent(camera: camera, name: name, reason: reason)))
     }
 
     /// A push to a media server connected, failed or is retrying.
     func push(camera: String, _ status: PushOutput.Status) {
-        var o = Self.pushJSON(status)
-        o["camera"] = camera
+        var o = Self.pushState(status)
+        o.camera = camera
         send(Self.format("push", o))
     }
 
-    static func pushJSON(_ s: PushOutput.Status) -> [String: Any] {
-        ["url": s.url, "state": s.state.rawValue, "reason": s.reason ?? NSNull(), "attempts": s.attempts,
-         "since": ISO8601DateFormatter().string(from: s.since)]
+    static func pushState(_ s: PushOutput.Status) -> PushState {
+        PushState(url: s.url, state: s.state.rawValue, reason: s.reason, attempts: s.attempts,
+                  since: ISO8601DateFormatter().string(from: s.since))
     }
 
     /// The configuration was reloaded: cameras added and removed.
     func reloaded(added: [String], removed: [String]) {
-        send(Self.format("config", ["added": added, "removed": removed]))
+        send(Self.format("config", ConfigEvent(added: added, removed: removed)))
     }
 
     /// A property this gateway just set: sent at once (the watcher confirms it from the camera).
-    func propertySet(camera: String, name: String, value: Any) {
-        send(Self.format("property", ["camera": camera, "name": name, "value": value, "displayText": NSNull()]))
+    func propertySet(camera: String, name: String, value: APIValue) {
+        send(Self.format("property", PropertyEvent(camera: camera, name: name, value: value, displayText: nil)))
     }
 
     /// Runs while anyone listens: sends what changed. Properties are read in a loop of their own (a

@@ -1,5 +1,6 @@
 import CameraKit
 import Foundation
+import GatewayAPI
 import Hummingbird
 import HTTPTypes
 import NIOCore
@@ -17,8 +18,7 @@ extension ControlAPI {
             let limit = try queryInt(request, "limit", default: 100, range: 1...1000)
             let all = try await mapErrors { try await card.listFiles() }.sorted { $0.path < $1.path }
             let page = all.dropFirst(offset).prefix(limit)
-            return json(["total": all.count, "offset": offset, "limit": limit,
-                         "files": page.map(fileJSON)] as [String: Any])
+            return json(CardFileList(total: all.count, offset: offset, limit: limit, files: page.map(cardFile)))
         }
         router.get("/api/v1/cameras/:id/files/**") { request, context in
             let (cam, card) = try browsing(context, model)
@@ -135,8 +135,8 @@ extension ControlAPI {
         return v
     }
 
-    static func fileJSON(_ f: CameraFile) -> [String: Any] {
-        ["path": f.path, "name": f.name, "folder": f.folder, "size": f.size, "kind": f.kind.rawValue,
-         "date": f.date.map { ISO8601DateFormatter().string(from: $0) } ?? NSNull()]
+    static func cardFile(_ f: CameraFile) -> CardFile {
+        CardFile(path: f.path, name: f.name, folder: f.folder, size: f.size, kind: f.kind.rawValue,
+                 date: f.date.map { ISO8601DateFormatter().string(from: $0) })
     }
 }

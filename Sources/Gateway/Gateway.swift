@@ -1,6 +1,7 @@
 import CameraEmulators
 import CameraKit
 public import Foundation
+public import GatewayAPI
 import LiveViewCore
 public import MediaKit
 public import Logging
@@ -52,7 +53,7 @@ public final class Gateway: ControlModel, Service, Sendable {
     public func eventStream(lastEventID: Int?) -> AsyncStream<String>? { events.subscribe(lastEventID: lastEventID) }
 
     /// Tells the event stream's listeners at once.
-    public func propertyWasSet(camera: String, name: String, value: Any) {
+    public func propertyWasSet(camera: String, name: String, value: APIValue) {
         events.propertySet(camera: camera, name: name, value: value)
     }
 
@@ -161,16 +162,9 @@ public final class Gateway: ControlModel, Service, Sendable {
         set { reloadProvider.withLock { $0 = newValue } }
     }
 
-    /// What a reload changed.
-    public struct ReloadResult: Sendable, Equatable {
-        public var added: [String] = []
-        public var removed: [String] = []
-        public var unchanged: [String] = []
-    }
-
     /// Reads the cameras again and adds, removes or restarts (when its settings changed) only the
     /// cameras that differ; the others' streams are not touched. One reload at a time.
-    public func reload() async throws -> ReloadResult {
+    public func reload() async throws -> GatewayAPI.ReloadResult {
         guard let source = reloadSource else {
             throw APIError(.conflict, "nothing to reload: livegate was not started with --config")
         }
@@ -188,7 +182,7 @@ public final class Gateway: ControlModel, Service, Sendable {
         }
         defer { reloading.withLock { $0 = false } }
         let current = runtimes.withLock { $0.map { ($0.runtime.id, $0.spec) } }
-        var result = ReloadResult()
+        var result = GatewayAPI.ReloadResult()
         for (id, spec) in current where wanted.first(where: { $0.id == id }) != spec {
             await removeCamera(id)
             result.removed.append(id)
@@ -251,8 +245,8 @@ public final class Gateway: ControlModel, Service, Sendable {
     }
 
     /// A camera's pushes to media servers: URL (without credentials), state, reason.
-    public func pushes(camera: String) -> [[String: Any]] {
-        outputs.pushes(camera: camera).map(EventStream.pushJSON)
+    public func pushes(camera: String) -> [PushState] {
+        outputs.pushes(camera: camera).map(EventStream.pushState)
     }
 
     /// What runs for a camera right now: its media-graph branches and whether it shows the slate.
@@ -290,7 +284,7 @@ public final class Gateway: ControlModel, Service, Sendable {
             let file = try captureStore.save(camera: camera, image: image)
             logger.info("saved \(file.path) (\(file.bytes) bytes\(image.fromBody ? ", shot on the camera" : ""))")
             capturesSaved.withLock { $0[camera, default: 0] += 1 }
-            events.captureSaved(file.json)
+            events.captureSaved(file.api)
             return file
         } catch {
             captureFailures.add(1, ordering: .relaxed)

@@ -27,6 +27,10 @@ public struct GatewayOptions: Sendable {
     /// An HTTP connection that sends nothing for this long (no request, or a request's head
     /// trickling in) is closed; a response still being streamed (MJPEG, events) is not idle.
     public var httpIdleTimeoutSeconds = 30
+    /// An RTSP connection that sets up no session for this long is closed (0: never).
+    public var rtspIdleTimeoutSeconds = 30
+    /// An RTSP client that reads nothing for this long (its socket stays full) is closed (0: never).
+    public var rtspStallTimeoutSeconds = 10
     /// Publish the first camera as a PipeWire camera node of this name.
     public var pipewireNode: String?
     /// The YAML file the cameras came from (reloaded on SIGHUP or POST /api/v1/reload).

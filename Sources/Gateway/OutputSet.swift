@@ -50,6 +50,8 @@ final class OutputSet: Sendable {
         do {
             var config = RTSPOutput.Configuration(address: options.listen, port: options.rtspPort)
             if let token = options.token { config.credentials = ("livegate", token) }
+            config.idleTimeout = .seconds(options.rtspIdleTimeoutSeconds)
+            config.stallTimeout = .seconds(options.rtspStallTimeoutSeconds)
             rtsp = try RTSPOutput(runtime: runtime, configuration: config, logger: logger)
         } catch {
             throw MediaError("cannot listen on \(options.listen):\(options.rtspPort) for RTSP: the address is in use (or not this machine's); pick another with --rtsp-port")
@@ -294,7 +296,15 @@ final class OutputSet: Sendable {
         // viewer that was behind (latest wins), a full lossless queue (the recorder).
         m.help("livegate_frames_dropped_total", "Frames dropped, by output (ingest for the camera's side) and reason.", type: "counter")
         for c in cameras {
-            m.sample("livegate_frames_dropped_total", ["camera": c.id, "output": "ingest", "reason": "damaged"], Double(c.driver.stats.drops))
+            // Ingest drops by reason (jpeg-truncated, jpeg-no-scan, jpeg-bad-sof, datagram-lost, …);
+            // a camera without any still shows its zero.
+            let reasons = c.driver.stats.dropsByReason
+            if reasons.isEmpty {
+                m.sample("livegate_frames_dropped_total", ["camera": c.id, "output": "ingest", "reason": "damaged"], 0)
+            }
+            for (reason, n) in reasons.sorted(by: { $0.key < $1.key }) {
+                m.sample("livegate_frames_dropped_total", ["camera": c.id, "output": "ingest", "reason": reason], Double(n))
+            }
         }
         for st in stats {
             m.sample("livegate_frames_dropped_total", ["camera": st.camera, "output": st.output, "reason": "viewer-behind"], Double(st.dropped))
@@ -317,6 +327,12 @@ final class OutputSet: Sendable {
         for (id, g) in graphs { m.sample("livegate_slate_frames_total", ["camera": id], Double(g.slateFrames)) }
         m.help("livegate_output_sessions_starved_total", "Output sessions that got no media for 5 s (each episode once).", type: "counter")
         for (id, g) in graphs { m.sample("livegate_output_sessions_starved_total", ["camera": id], Double(g.starvedSessions)) }
+        if let rtsp = s.rtsp {
+            let closed = rtsp.closedClients
+            m.help("livegate_rtsp_connections_closed_total", "RTSP connections the gateway closed: idle (no session set up in time) or stalled (the client stopped reading).", type: "counter")
+            m.sample("livegate_rtsp_connections_closed_total", ["reason": "idle"], Double(closed.idle))
+            m.sample("livegate_rtsp_connections_closed_total", ["reason": "stalled"], Double(closed.stalled))
+        }
     }
 }
 

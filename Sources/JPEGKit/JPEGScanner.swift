@@ -248,6 +248,13 @@ public enum JPEGScanner {
                     guard len >= 8 + 3 * nf else { return .failure(.badSOF(offset: j)) }
                     height = Int(p[body + 1]) << 8 | Int(p[body + 2])
                     width = Int(p[body + 3]) << 8 | Int(p[body + 4])
+                    // A picture no decoder can lay out: no size, no component, or a component
+                    // sampled 0 or more than 4 times per block.
+                    guard width > 0, height > 0, nf >= 1 else { return .failure(.badSOF(offset: j)) }
+                    for k in 0..<nf {
+                        let f = p[body + 7 + 3 * k]
+                        guard (1...4).contains(f >> 4), (1...4).contains(f & 15) else { return .failure(.badSOF(offset: j)) }
+                    }
                     comps = nf
                     precision = Int(p[body])
                     sof = m

@@ -29,6 +29,11 @@ public final class RTSPOutput: Sendable {
         public var maxThreads: Int = 16
         /// When set, every mount needs this user and password (RTSP Basic or Digest).
         public var credentials: (user: String, password: String)?
+        /// A connection that has set up no session for this long is closed (zero: never).
+        public var idleTimeout: Duration = .seconds(30)
+        /// A client whose socket has accepted nothing for this long (it stopped reading) is closed
+        /// (zero: never).
+        public var stallTimeout: Duration = .seconds(10)
 
         /// Defaults, with the given address and port.
         public init(address: String = "127.0.0.1", port: Int = 8554) {
@@ -50,6 +55,7 @@ public final class RTSPOutput: Sendable {
     private let joins = SharedMediaJoins()
     private let stopped = Atomic<Bool>(false)
     private let logger: Logger
+    private let watchdog: RTSPClientWatchdog
     /// The bound TCP port.
     public let port: Int
 
@@ -76,6 +82,10 @@ public final class RTSPOutput: Sendable {
             Unmanaged<SharedMediaJoins>.fromOpaque(user).takeUnretainedValue().play(media: media, joined: joined != 0)
         }, joinsHook)
         sourceID = id
+        watchdog = RTSPClientWatchdog(server: handle, limits: .init(idleTimeout: configuration.idleTimeout,
+                                                                     stallTimeout: configuration.stallTimeout),
+                                      logger: logger)
+        watchdog.start(on: runtime.context)
         port = Int(lg_rtsp_server_bound_port(server))
         logger.info("RTSP server listening", metadata: ["address": "\(configuration.address)", "port": "\(port)"])
     }
@@ -122,11 +132,17 @@ public final class RTSPOutput: Sendable {
     /// Closes every client, unmounts every camera and stops listening. Idempotent.
     public func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        watchdog.stop(on: runtime.context)
         for id in cameras.withLock({ Array($0.keys) }) { removeCamera(id: id) }
         lg_rtsp_server_close_clients(handle.server)
         lg_source_remove_by_id(runtime.context, sourceID)
         g_object_unref(UnsafeMutableRawPointer(handle.server))
         Unmanaged.passUnretained(joins).release()  // the play hook's reference
+    }
+
+    /// Connections closed because they set up nothing (`idle`) or stopped reading (`stalled`).
+    public var closedClients: (idle: Int, stalled: Int) {
+        (watchdog.closedIdle.load(ordering: .relaxed), watchdog.closedStalled.load(ordering: .relaxed))
     }
 
     /// Connected RTSP clients (all mounts).

@@ -103,6 +103,9 @@ public final class Recorder: Sendable {
     /// Starts the recording thread and, when given, attaches the queue to `hub`.
     public func start(hub: FrameHub? = nil) throws {
         try FileManager.default.createDirectory(atPath: configuration.directory, withIntermediateDirectories: true)
+        // What a crash of an earlier run left: sidecar lines for frames its file never got.
+        RecordingRepair.trimSidecars(directory: configuration.directory,
+                                     camera: configuration.cameraID.replacingOccurrences(of: "/", with: "_"), logger: logger)
         let go = control.withLock { c -> Bool in
             guard !c.running else { return false }
             c.running = true

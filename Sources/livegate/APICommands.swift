@@ -1,7 +1,7 @@
 import ArgumentParser
 import CameraKit
 import Foundation
-import NIOPosix
+import GatewayAPI
 
 /// Options shared by the API client commands.
 struct APIOptions: ParsableArguments {
@@ -10,41 +10,14 @@ struct APIOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The gateway's token (default: $LIVEGATE_TOKEN).", valueName: "TOKEN"))
     var token: String?
 
-    /// The Authorization header when a token is known (flag, else LIVEGATE_TOKEN).
-    var authHeaders: [(String, String)] {
-        guard let t = token ?? ProcessInfo.processInfo.environment["LIVEGATE_TOKEN"], !t.isEmpty else { return [] }
-        return [("Authorization", "Bearer \(t)")]
-    }
-
-    func url(_ path: String) throws -> HTTPURL {
+    /// The client for `--api`, with the token from the flag, else LIVEGATE_TOKEN.
+    func client() throws -> GatewayClient {
         var base = api
         while base.hasSuffix("/") { base.removeLast() }
-        guard let u = HTTPURL(base + path) else { throw ValidationError("--api must be an http:// URL, got '\(api)'") }
-        return u
-    }
-
-    /// Sends a request; returns the JSON body, or exits non-zero with the API's message.
-    func call(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> Any {
-        let client = HTTPClient(group: MultiThreadedEventLoopGroup.singleton)
-        let data = try body.map { Array(try JSONSerialization.data(withJSONObject: $0)) }
-        let target = try url(path)
-        let response: HTTPResponse
-        do {
-            response = try await client.request(method, target, headers: [("Content-Type", "application/json")] + authHeaders, body: data,
-                                                timeout: .seconds(30))
-        } catch {
-            throw CLIError("cannot reach the gateway at \(api): \(error)")
+        guard let u = URL(string: base), u.scheme == "http", let host = u.host, !host.isEmpty, u.query == nil else {
+            throw ValidationError("--api must be an http:// URL, got '\(api)'")
         }
-        let json = try? JSONSerialization.jsonObject(with: Data(response.body))
-        guard (200..<300).contains(response.status) else {
-            var message = (json as? [String: Any])?["error"] as? String ?? String(decoding: response.body, as: UTF8.self)
-            if let valid = (json as? [String: Any])?["valid"] as? [String] {
-                message += "\nvalid values: \(valid.joined(separator: ", "))"
-            }
-            if let code = (json as? [String: Any])?["cameraCode"] { message += " (camera code \(code))" }
-            throw CLIError("HTTP \(response.status): \(message)")
-        }
-        return json ?? [:]
+        return GatewayClient(base: base, token: token ?? ProcessInfo.processInfo.environment["LIVEGATE_TOKEN"])
     }
 }
 
@@ -54,8 +27,8 @@ struct CLIError: Error, CustomStringConvertible {
     init(_ d: String) { description = d }
 }
 
-func printJSON(_ v: Any) {
-    if let data = try? JSONSerialization.data(withJSONObject: v, options: [.prettyPrinted, .sortedKeys]) {
+func printJSON(_ v: some Encodable) {
+    if let data = try? JSONEncoder.pretty.encode(v) {
         print(String(decoding: data, as: UTF8.self))
     }
 }
@@ -74,16 +47,15 @@ struct Get: AsyncParsableCommand {
             guard PropertyName(rawValue: property) != nil else {
                 throw ValidationError("unknown property '\(property)'; expected one of: \(PropertyName.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            let v = try await options.call("GET", "/api/v1/cameras/\(escape(camera))/properties/\(property)")
-            if let o = v as? [String: Any] {
-                print("\(o["name"] ?? property) = \(o["value"] ?? "?")  (camera: \(o["displayText"] ?? "?"))")
-                if let c = o["choices"] as? [Any] { print("choices: \(c.map { "\($0)" }.joined(separator: ", "))") }
-            }
+            let p = try await options.client().send(.GET, "/api/v1/cameras/\(escape(camera))/properties/\(property)",
+                                                    as: PropertyInfo.self)
+            print("\(p.name) = \(p.value?.description ?? "?")  (camera: \(p.displayText ?? "?"))")
+            if !p.choices.isEmpty { print("choices: \(p.choices.map(\.description).joined(separator: ", "))") }
         } else {
-            let v = try await options.call("GET", "/api/v1/cameras/\(escape(camera))/properties")
-            for case let o as [String: Any] in (v as? [Any]) ?? [] {
-                let name = "\(o["name"] ?? "")".padding(toLength: 22, withPad: " ", startingAt: 0)
-                print("\(name)\(o["value"] ?? "?")")
+            let list = try await options.client().send(.GET, "/api/v1/cameras/\(escape(camera))/properties",
+                                                       as: [PropertyInfo].self)
+            for p in list {
+                print("\(p.name.padding(toLength: 22, withPad: " ", startingAt: 0))\(p.value?.description ?? "?")")
             }
         }
     }
@@ -114,12 +86,13 @@ struct SetCommand: AsyncParsableCommand {
         guard let name = PropertyName(rawValue: property) else {
             throw ValidationError("unknown property '\(property)'; expected one of: \(PropertyName.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        let v: Any
+        let v: APIValue
         switch CommonValues.parse(value, for: name) {
-        case .number(let d): v = d
-        case .text(let s): v = s
+        case .number(let d): v = .number(d)
+        case .text(let s): v = .text(s)
         }
-        _ = try await options.call("PUT", "/api/v1/cameras/\(escape(camera))/properties/\(property)", body: ["value": v])
+        _ = try await options.client().send(.PUT, "/api/v1/cameras/\(escape(camera))/properties/\(property)",
+                                            body: SetPropertyRequest(value: v), as: SetPropertyResult.self)
         print("\(camera) \(property) = \(value)")
     }
 }
@@ -135,8 +108,9 @@ struct Capture: AsyncParsableCommand {
     @Flag(name: .long, help: "Focus first (half-press) where the camera has one.") var autofocus = false
 
     func run() async throws {
-        let v = try await options.call("POST", "/api/v1/cameras/\(escape(camera))/capture", body: ["autofocus": autofocus])
-        printJSON(v)
+        let saved = try await options.client().send(.POST, "/api/v1/cameras/\(escape(camera))/capture",
+                                                     body: CaptureRequest(autofocus: autofocus), as: SavedFileList.self)
+        printJSON(saved)
     }
 }
 

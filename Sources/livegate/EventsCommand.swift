@@ -1,7 +1,5 @@
 import ArgumentParser
-import CameraKit
 import Foundation
-import NIOPosix
 
 /// `livegate events [--camera ID]`: the gateway's event stream as JSON Lines.
 struct Events: AsyncParsableCommand {
@@ -13,27 +11,27 @@ struct Events: AsyncParsableCommand {
     @Option(name: .long, help: "Only this camera's events.") var camera: String?
 
     func run() async throws {
-        let url = try options.url("/api/v1/events" + (camera.map { "?camera=\(escape($0))" } ?? ""))
+        let path = "/api/v1/events" + (camera.map { "?camera=\(escape($0))" } ?? "")
+        let client = try options.client()
         var pending = ""
         var event = "message"
         var status = 0
-        try await HTTPClient(group: MultiThreadedEventLoopGroup.singleton).stream(url, headers: options.authHeaders, head: { s, _ in
+        try await client.stream(path, head: { s, _ in
             status = s
-            guard s == 200 else { throw CLIError("HTTP \(s) from \(url)") }
-        }, body: { buf in
+            guard s == 200 else { throw CLIError("HTTP \(s) from \(client.base)\(path)") }
+        }, chunk: { buf in
             pending += String(decoding: buf.readableBytesView, as: UTF8.self)
             while let nl = pending.firstIndex(of: "\n") {
                 let line = String(pending[..<nl])
                 pending.removeSubrange(...nl)
                 if line.hasPrefix("event: ") {
                     event = String(line.dropFirst(7))
-                } else if line.hasPrefix("data: "), let data = line.dropFirst(6).data(using: .utf8),
-                          var obj = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] {
-                    obj["event"] = event
-                    if var out = try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys]) {
-                        out.append(0x0A)
-                        FileHandle.standardOutput.write(out)  // unbuffered: each event as it comes
-                    }
+                } else if line.hasPrefix("data: {") {
+                    // The data is one JSON object: the event's name goes in as its first key.
+                    let rest = line.dropFirst(7).drop { $0 == " " }
+                    let name = String(decoding: (try? JSONEncoder().encode(event)) ?? Data("\"\"".utf8), as: UTF8.self)
+                    let out = "{\"event\":\(name)" + (rest.hasPrefix("}") ? "" : ",") + rest + "\n"
+                    FileHandle.standardOutput.write(Data(out.utf8))  // unbuffered: each event as it comes
                 } else if line.isEmpty {
                     event = "message"
                 }

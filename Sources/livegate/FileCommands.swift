@@ -1,7 +1,6 @@
 import ArgumentParser
-import CameraKit
 import Foundation
-import NIOPosix
+import GatewayAPI
 
 /// `livegate files CAMERA`: the card's files.
 struct Files: AsyncParsableCommand {
@@ -13,14 +12,14 @@ struct Files: AsyncParsableCommand {
     @Option(name: .long, help: "At most this many files (1…1000).") var limit = 1000
 
     func run() async throws {
-        let v = try await options.call("GET", "/api/v1/cameras/\(escape(camera))/files?offset=\(offset)&limit=\(limit)")
-        guard let o = v as? [String: Any], let files = o["files"] as? [[String: Any]] else { throw CLIError("unexpected answer: \(v)") }
-        for f in files {
-            let size = "\(f["size"] ?? "?")".padding(toLength: 12, withPad: " ", startingAt: 0)
-            let kind = "\(f["kind"] ?? "")".padding(toLength: 6, withPad: " ", startingAt: 0)
-            print("\(size)\(kind)\(f["date"] as? String ?? "-")  \(f["path"] ?? "")")
+        let page = try await options.client().send(.GET, "/api/v1/cameras/\(escape(camera))/files?offset=\(offset)&limit=\(limit)",
+                                                    as: CardFileList.self)
+        for f in page.files {
+            let size = "\(f.size)".padding(toLength: 12, withPad: " ", startingAt: 0)
+            let kind = f.kind.padding(toLength: 6, withPad: " ", startingAt: 0)
+            print("\(size)\(kind)\(f.date ?? "-")  \(f.path)")
         }
-        print("\(files.count) of \(o["total"] ?? "?") files")
+        print("\(page.files.count) of \(page.total) files")
     }
 }
 
@@ -40,7 +39,7 @@ struct Download: AsyncParsableCommand {
         let target = output ?? name
         guard !FileManager.default.fileExists(atPath: target) else { throw CLIError("\(target) exists; not overwriting it") }
         let encoded = path.split(separator: "/").map { escape(String($0)) }.joined(separator: "/")
-        let url = try options.url("/api/v1/cameras/\(escape(camera))/files/\(encoded)")
+        let client = try options.client()
         let partial = target + ".partial"
         guard FileManager.default.createFile(atPath: partial, contents: nil), let out = FileHandle(forWritingAtPath: partial) else {
             throw CLIError("cannot write \(partial)")
@@ -49,10 +48,10 @@ struct Download: AsyncParsableCommand {
         var errorBody: [UInt8] = []
         var status = 0
         do {
-            try await HTTPClient(group: MultiThreadedEventLoopGroup.singleton).stream(url, headers: options.authHeaders, head: { s, headers in
+            try await client.stream("/api/v1/cameras/\(escape(camera))/files/\(encoded)", head: { s, length in
                 status = s
-                expected = headers.first { $0.0.lowercased() == "content-length" }.flatMap { Int($0.1) } ?? -1
-            }, body: { buf in
+                expected = length ?? -1
+            }, chunk: { buf in
                 guard status == 200 else {
                     if errorBody.count < 4096 { errorBody += buf.readableBytesView.prefix(4096 - errorBody.count) }
                     return
@@ -70,14 +69,13 @@ struct Download: AsyncParsableCommand {
         } catch {
             try? out.close()
             try? FileManager.default.removeItem(atPath: partial)
-            throw CLIError("download failed after \(got) bytes: \(error)")
+            throw CLIError("download failed after \(got) bytes: \(GatewayClient.words(error))")
         }
         try out.synchronize()
         try out.close()
         guard status == 200 else {
             try? FileManager.default.removeItem(atPath: partial)
-            let message = (try? JSONSerialization.jsonObject(with: Data(errorBody)) as? [String: Any])?["error"] as? String
-            throw CLIError("HTTP \(status): \(message ?? String(decoding: errorBody, as: UTF8.self))")
+            throw GatewayClient.failure(status: status, body: Data(errorBody))
         }
         guard expected < 0 || got == expected else {
             try? FileManager.default.removeItem(atPath: partial)

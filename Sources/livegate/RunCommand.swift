@@ -58,6 +58,10 @@ struct Run: AsyncParsableCommand {
     var token: String?
     @Option(name: .long, help: ArgumentHelp("Seconds an HTTP connection may send nothing (no request, or a request head trickling in) before it is closed; streamed answers are not idle.", visibility: .hidden))
     var httpIdleTimeout: Int = 30
+    @Option(name: .long, help: ArgumentHelp("Seconds an RTSP connection may go without setting up a session before it is closed (0: never).", visibility: .hidden))
+    var rtspIdleTimeout: Int = 30
+    @Option(name: .long, help: ArgumentHelp("Seconds an RTSP client may read nothing (its socket full) before it is closed (0: never).", visibility: .hidden))
+    var rtspStallTimeout: Int = 10
     @Option(name: .long, help: ArgumentHelp("A host name the HTTP server answers for besides IP addresses, localhost and this machine's name (repeatable).", valueName: "NAME"))
     var allowedHost: [String] = []
 
@@ -162,6 +166,10 @@ struct Run: AsyncParsableCommand {
         options.allowedHosts = c.allowedHosts ?? []
         guard (1...3600).contains(httpIdleTimeout) else { throw CLIError("--http-idle-timeout must be 1…3600 seconds") }
         options.httpIdleTimeoutSeconds = httpIdleTimeout
+        guard (0...3600).contains(rtspIdleTimeout) else { throw CLIError("--rtsp-idle-timeout must be 0…3600 seconds") }
+        guard (0...3600).contains(rtspStallTimeout) else { throw CLIError("--rtsp-stall-timeout must be 0…3600 seconds") }
+        options.rtspIdleTimeoutSeconds = rtspIdleTimeout
+        options.rtspStallTimeoutSeconds = rtspStallTimeout
         if options.token == nil && !AccessPolicy.isLoopback(options.listen) {
             throw CLIError("""
                 --listen \(options.listen) serves every camera to the network, so a token is required:                 set LIVEGATE_TOKEN (or token: in the config file, or --token) to a secret, for example one from `livegate token`
@@ -228,7 +236,7 @@ func printBanner(_ gateway: Gateway) {
             if let v = u[key] { lines.append("    \(key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(v)") }
         }
         for p in gateway.pushes(camera: cam.id) {
-            lines.append("    push       \(p["url"] ?? "")")
+            lines.append("    push       \(p.url)")
         }
     }
     let host = gateway.options.listen == "0.0.0.0" || gateway.options.listen == "::" ? "127.0.0.1" : gateway.options.listen

@@ -150,6 +150,31 @@ import Testing
         }
     }
 
+    /// An SOF no decoder can lay out (no width, no height, a component sampled 0 or 5 times) is a
+    /// bad SOF, and each structural problem is counted under its own drop reason.
+    @Test func inconsistentSOFIsRefusedAndProblemsHaveTheirDropReasons() throws {
+        var rng = SplitMix64(seed: 5)
+        let j = SyntheticJPEG.make(width: 16, height: 8, entropyBytes: 64, rng: &rng)
+        _ = try JPEGScanner.scan(j)
+        let sof = try #require(j.indices.dropLast().first { j[$0] == 0xFF && (0xC0...0xC2).contains(j[$0 + 1]) })
+        // After FF Cn: length(2) precision(1) height(2) width(2) components(1), then id/factors/table each.
+        let patches: [(String, [(Int, UInt8)])] = [
+            ("height 0", [(sof + 5, 0), (sof + 6, 0)]), ("width 0", [(sof + 7, 0), (sof + 8, 0)]),
+            ("no component", [(sof + 9, 0)]), ("sampled 5×", [(sof + 11, 0x51)]), ("sampled 0×", [(sof + 11, 0x02)]),
+        ]
+        for (what, bytes) in patches {
+            var bad = j
+            for (offset, value) in bytes { bad[offset] = value }
+            #expect(throws: JPEGError.badSOF(offset: sof + 1), "\(what)") { try JPEGScanner.scan(bad) }
+        }
+        #expect(WireError.badJPEG(.truncated(offset: 9)).dropReason == "jpeg-truncated")
+        #expect(WireError.badJPEG(.noSOF).dropReason == "jpeg-no-scan")
+        #expect(WireError.badJPEG(.badSOF(offset: 2)).dropReason == "jpeg-bad-sof")
+        #expect(WireError.noJPEGAtOffset.dropReason == "jpeg-no-soi")
+        #expect(WireError.datagramLost(expected: 3, got: 5).dropReason == "datagram-lost")
+        #expect(WireError.sizeOverLimit(field: "size", declared: 9, limit: 1).dropReason == "container-malformed")
+    }
+
     @Test func truncationAtEveryOffsetNeverTraps() {
         let f = Fixtures.bytes("fuji_lv_port55742_frame_vcam.bin")
         let jpeg = f[18...]

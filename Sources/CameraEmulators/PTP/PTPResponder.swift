@@ -325,7 +325,7 @@ final class FujiLiveViewHandler: ChannelInboundHandler {
     private func schedule(channel: any Channel, loop: any EventLoop, start: UInt64, tick: UInt64) {
         let interval = model.intervalNanos
         let model = self.model
-        task = loop.scheduleTask(deadline: .uptimeNanoseconds(start + tick * interval)) { [weak self] in
+        task = loop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(start + tick * interval)) { [weak self] in
             guard let self, channel.isActive else { return }
             if channel.isWritable, let frame = model.nextFujiFrame() {
                 channel.writeAndFlush(channel.allocator.buffer(bytes: frame), promise: nil)

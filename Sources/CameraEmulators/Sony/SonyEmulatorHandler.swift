@@ -103,7 +103,7 @@ final class SonyEmulatorHandler: ChannelInboundHandler {
     private func scheduleTick(context: ChannelHandlerContext, channel: any Channel, start: UInt64, tick: UInt64, interval: UInt64) {
         let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
         let deadline = NIODeadline.uptimeNanoseconds(start + tick * interval)
-        streamTask = context.eventLoop.scheduleTask(deadline: deadline) { [weak self] in
+        streamTask = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
             guard let self, channel.isActive else { return }
             self.sendFrame(context: ctx.value, start: start, tickTime: start + tick * interval)
             let now = MonotonicClock.nanos()

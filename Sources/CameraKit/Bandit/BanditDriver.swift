@@ -137,9 +137,7 @@ public final class BanditDriver: CameraDriver, Sendable {
 
         // The viewfinder socket: on the interface whose address the camera sees as our HTTP peer.
         let bindHost = try await localAddress(toward: endpoint)
-        let ingest = BanditViewfinderIngest(
-            hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex,
-            onFrame: { [lifecycle] _ in lifecycle.frameArrived() })
+        let (pool, stats, cameraIndex, lifecycle) = (self.pool, self.stats, self.cameraIndex, self.lifecycle)
         let acceptFrom = (try? SocketAddress(ipAddress: bindHostFor(endpoint.host), port: 0))?.ipAddress
         // No SO_REUSEADDR: a second gateway on the same UDP port must fail loudly instead of silently
         // sharing (and splitting) the camera's datagrams.
@@ -149,6 +147,10 @@ public final class BanditDriver: CameraDriver, Sendable {
             .channelOption(.maxMessagesPerRead, value: 64)
             .channelInitializer { ch in
                 ch.eventLoop.makeCompletedFuture {
+                    // The ingest is the channel's own: it lives on the channel's event loop.
+                    let ingest = BanditViewfinderIngest(
+                        hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex,
+                        onFrame: { _ in lifecycle.frameArrived() })
                     try ch.pipeline.syncOperations.addHandler(BanditViewfinderHandler(
                         ingest: ingest, acceptFrom: acceptFrom,
                         onDatagram: { [weak self] in self?.lastDatagramNanos.withLock { $0 = MonotonicClock.nanos() } }))

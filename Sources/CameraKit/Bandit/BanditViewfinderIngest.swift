@@ -50,10 +50,10 @@ public final class BanditViewfinderIngest {
         self.onFrame = onFrame
     }
 
-    private func countDrop(_ n: Int = 1) {
+    private func countDrop(_ n: Int = 1, reason: String) {
         guard n > 0 else { return }
         framesDropped += n
-        stats.dropped(n)
+        stats.dropped(n, reason: reason)
     }
 
     /// Is `n` one of the data datagrams of the frame started last (needs a known chunk size)?
@@ -87,12 +87,14 @@ public final class BanditViewfinderIngest {
         var emitted = false
         var terminal = false
         var lostDatagram = false
+        var reason = "incomplete"
         reassembler.ingest(d) { event in
             switch event {
             case .frame(let wf):
                 emitted = true
                 self.publish(wf)
             case .issue(let issue):
+                reason = issue.error.dropReason
                 switch issue.error {
                 case .sizeOverLimit, .noJPEGAtOffset, .badJPEG: terminal = true
                 case .datagramLost: lostDatagram = true
@@ -100,7 +102,7 @@ public final class BanditViewfinderIngest {
                 }
             }
         }
-        countDrop(reassembler.stats.droppedFrames - droppedBefore)
+        countDrop(reassembler.stats.droppedFrames - droppedBefore, reason: reason)
         switch type {
         case 0 where d.count >= 15:
             startNumber = number
@@ -115,11 +117,11 @@ public final class BanditViewfinderIngest {
                 if emitted || terminal || lostDatagram { inFrame = false }
                 // The gap also swallowed the next frame's start: that frame is lost too.
                 if lostDatagram && chunk > 0 && !inLastFrame(number) {
-                    countDrop()
+                    countDrop(reason: "datagram-lost")
                     orphanCounted = true
                 }
             } else if gap && !inLastFrame(number) && !orphanCounted {
-                countDrop()
+                countDrop(reason: "datagram-lost")
                 orphanCounted = true
             }
         default:
@@ -131,7 +133,7 @@ public final class BanditViewfinderIngest {
     public func finish() {
         let before = reassembler.stats.droppedFrames
         reassembler.finish { _ in }
-        countDrop(reassembler.stats.droppedFrames - before)
+        countDrop(reassembler.stats.droppedFrames - before, reason: "incomplete")
         inFrame = false
     }
 

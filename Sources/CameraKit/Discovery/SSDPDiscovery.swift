@@ -233,7 +233,7 @@ public struct SSDPReply: Sendable, Hashable {
     }
 }
 
-final class SSDPReplyCollector: ChannelInboundHandler {
+final class SSDPReplyCollector: ChannelInboundHandler, Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     private let box = Mutex<[SSDPReply]>([])
 

@@ -43,7 +43,7 @@ public struct HTTPClient: Sendable {
         timeout: TimeAmount = .seconds(5)
     ) async throws -> HTTPResponse {
         let promise = group.next().makePromise(of: HTTPResponse.self)
-        let collector = ResponseCollector(promise: promise, limit: maxBodyBytes)
+        let limit = maxBodyBytes
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: group)
@@ -52,7 +52,7 @@ public struct HTTPClient: Sendable {
                 .channelInitializer { ch in
                     ch.eventLoop.makeCompletedFuture {
                         try ch.pipeline.syncOperations.addHTTPClientHandlers()
-                        try ch.pipeline.syncOperations.addHandler(collector)
+                        try ch.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise, limit: limit))
                     }
                 }
                 .connect(host: url.host, port: url.port).get()

@@ -50,7 +50,7 @@ final class OlympusLiveViewHandler: ChannelInboundHandler {
         }
         let d = reassembler.stats.droppedFrames
         if d > dropped {
-            publisher.stats.dropped(d - dropped)
+            publisher.stats.dropped(d - dropped, reason: "incomplete")
             dropped = d
         }
     }

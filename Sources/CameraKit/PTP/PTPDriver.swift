@@ -37,6 +37,8 @@ struct PTPLink: Sendable {
     let info: PTPDeviceInfo
     let timeout: Duration
     let logger: Logger
+    /// Where frames the parser gives up on are counted.
+    let stats: DriverStats
 }
 
 /// Shared plumbing of the vendor sessions: transactions with camera errors mapped.
@@ -87,7 +89,8 @@ extension PTPVendorBase {
                 case .frame(let f):
                     got = true
                     emit(f)
-                case .issue:
+                case .issue(let issue):
+                    link.stats.dropped(issue)
                     damaged = true
                 }
             }
@@ -198,7 +201,7 @@ public final class PTPDriver: CameraDriver, Sendable {
                 throw CameraControlError.camera(code: 0, message: "unknown PTP vendor: extension \(info.vendorExtensionID), manufacturer '\(info.manufacturer)'")
             }
             vendorBox.withLock { $0 = vendor }
-            let link = PTPLink(transport: transport, info: info, timeout: requestTimeout, logger: logger)
+            let link = PTPLink(transport: transport, info: info, timeout: requestTimeout, logger: logger, stats: stats)
             switch vendor {
             case .nikon: return NikonPTPSession(link: link)
             case .sony: return SonyPTPSession(link: link)

@@ -56,11 +56,11 @@ final class NikonPTPSession: PTPVendorBase, PTPVendorSession {
         let r = try await call(op)
         switch r.code {
         case PTPResponse.ok:
-            let (got, damaged, space) = parser.withLock { p in
+            let (got, space) = parser.withLock { p in
                 let result = collectFrames(emit) { p.feed(r.data, $0) }
                 let space = p.lastHeader.coordinateSpace
                 if result.damaged { p = NikonLiveViewParser() }
-                return (result.got, result.damaged, space)
+                return (result.got, space)
             }
             if got { lastSpace.withLock { $0 = space } }
             return got ? .frame : .busy

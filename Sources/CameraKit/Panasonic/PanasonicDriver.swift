@@ -131,8 +131,6 @@ public final class PanasonicDriver: CameraDriver, Sendable {
     private func bindLiveView(publisher: FramePublisher) async throws -> any Channel {
         let expected = Self.isIPv4Literal(endpoint.host) ? endpoint.host : nil
         let lifecycle = self.lifecycle
-        let handler = PanasonicLiveViewHandler(
-            publisher: publisher, expectedSource: expected, onFrame: { lifecycle.frameArrived() })
         // Loopback cameras (emulators) get a loopback-only socket; real ones send from their own
         // network, so the socket listens on every interface.
         let host = endpoint.isLoopback ? (endpoint.host == "::1" ? "::1" : "127.0.0.1") : "0.0.0.0"
@@ -143,7 +141,10 @@ public final class PanasonicDriver: CameraDriver, Sendable {
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65536))
                 .channelOption(.maxMessagesPerRead, value: 8)
                 .channelInitializer { ch in
-                    ch.eventLoop.makeCompletedFuture { try ch.pipeline.syncOperations.addHandler(handler) }
+                    ch.eventLoop.makeCompletedFuture {
+                        try ch.pipeline.syncOperations.addHandler(PanasonicLiveViewHandler(
+                            publisher: publisher, expectedSource: expected, onFrame: { lifecycle.frameArrived() }))
+                    }
                 }
         }
         do {

@@ -38,14 +38,14 @@ final class PanasonicLiveViewHandler: ChannelInboundHandler {
         case .frame(let wf):
             if let seq = wf.seq {
                 // Datagrams lost on the way (IP fragments, Wi-Fi) show up as holes in seqNo.
-                if let last = lastSeq, seq > last + 1, seq - last < 1000 { publisher.stats.dropped(Int(seq - last - 1)) }
+                if let last = lastSeq, seq > last + 1, seq - last < 1000 { publisher.stats.dropped(Int(seq - last - 1), reason: "sequence-gap") }
                 lastSeq = seq
             }
             // The header's time field has unconfirmed units: the arrival clock is the time base.
             publisher.publish(wf, timeBase: .arrival)
             onFrame()
-        case .issue:
-            publisher.stats.dropped()
+        case .issue(let issue):
+            publisher.stats.dropped(issue)
         }
     }
 

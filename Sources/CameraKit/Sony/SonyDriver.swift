@@ -74,17 +74,16 @@ public final class SonyDriver: CameraDriver, Sendable {
     private func stream(url: HTTPURL, publisher: FramePublisher) async throws {
         let statusBox = Mutex<Int?>(nil)
         let lifecycle = self.lifecycle
-        let handler = SonyLiveviewHandler(
-            publisher: publisher,
-            onStatus: { code in statusBox.withLock { $0 = code } },
-            onFrame: { lifecycle.frameArrived() })
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(3))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { ch in
                 ch.eventLoop.makeCompletedFuture {
                     try ch.pipeline.syncOperations.addHTTPClientHandlers()
-                    try ch.pipeline.syncOperations.addHandler(handler)
+                    try ch.pipeline.syncOperations.addHandler(SonyLiveviewHandler(
+                        publisher: publisher,
+                        onStatus: { code in statusBox.withLock { $0 = code } },
+                        onFrame: { lifecycle.frameArrived() }))
                 }
             }
             .connect(host: url.host, port: url.port).get()

@@ -47,8 +47,8 @@ final class SonyLiveviewHandler: ChannelInboundHandler {
         case .frame(let wf):
             publisher.publish(wf)
             onFrame()
-        case .issue:
-            publisher.stats.dropped()
+        case .issue(let issue):
+            publisher.stats.dropped(issue)
         }
     }
 

@@ -17,18 +17,6 @@ public struct CameraStorage: Sendable, Hashable {
         self.writing = writing
         self.remainingShots = remainingShots
     }
-
-    /// The fields the camera reported, by name (for JSON).
-    public var fields: [(String, Any)] {
-        var out: [(String, Any)] = []
-        if let mounted { out.append(("mounted", mounted)) }
-        if let full { out.append(("full", full)) }
-        if let writeProtected { out.append(("writeProtected", writeProtected)) }
-        if let error { out.append(("error", error)) }
-        if let writing { out.append(("writing", writing)) }
-        if let remainingShots { out.append(("remainingShots", remainingShots)) }
-        return out
-    }
 }
 
 /// A driver that knows the state of the camera's card (as the camera last reported it).

@@ -79,6 +79,26 @@ public enum WireError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+extension WireError {
+    /// The frame-drop reason this problem is counted under (`livegate_frames_dropped_total{reason}`).
+    public var dropReason: String {
+        switch self {
+        case .badJPEG(let j):
+            switch j {
+            case .truncated: return "jpeg-truncated"
+            case .noSOF: return "jpeg-no-scan"
+            case .badSOF: return "jpeg-bad-sof"
+            case .noSOI: return "jpeg-no-soi"
+            case .badMarker, .badSegmentLength, .codec: return "jpeg-malformed"
+            }
+        case .noJPEGAtOffset: return "jpeg-no-soi"
+        case .datagramLost: return "datagram-lost"
+        case .truncated: return "container-truncated"
+        case .badMagic, .badField, .sizeOverLimit: return "container-malformed"
+        }
+    }
+}
+
 /// A problem at a byte offset of the input.
 public struct WireIssue: Error, Sendable, Hashable, CustomStringConvertible {
     /// Absolute offset (stream or file) where the problem was found.

@@ -1,0 +1,122 @@
+internal import CGStreamer
+internal import CGStreamerShim
+import Foundation
+import LiveViewCore
+import Logging
+
+/// Closes the RTSP connections that hold resources without using them, once a second on the
+/// runtime's main loop (where gst-rtsp-server handles its clients):
+/// * **idle**: a connection that has set up no session for `idleTimeout` (a client that connected
+///   and said nothing, or stopped after DESCRIBE);
+/// * **stalled**: a client whose socket has not accepted a byte for `stallTimeout` (it stopped
+///   reading: everything sent to it piles up in the server's per-client backlog).
+/// Sessions of UDP clients that stopped sending keep-alives expire through the session pool's own
+/// timeout (60 s), which the watchdog also runs.
+final class RTSPClientWatchdog: Sendable {
+    struct Limits: Sendable {
+        var idleTimeout: Duration
+        var stallTimeout: Duration
+    }
+
+    /// One connection as last seen.
+    private struct Seen {
+        var since: UInt64
+        var lastWritable: UInt64
+    }
+    private struct State {
+        var clients: [UInt: Seen] = [:]
+        /// The timer's id on the main context (0: not running).
+        var source: UInt32 = 0
+    }
+
+    let limits: Limits
+    private let server: RTSPOutput.ServerHandle
+    private let state = Mutex(State())
+    private let logger: Logger
+    /// Connections closed because they said nothing / stopped reading.
+    let closedIdle = Atomic<Int>(0)
+    let closedStalled = Atomic<Int>(0)
+
+    init(server: RTSPOutput.ServerHandle, limits: Limits, logger: Logger) {
+        self.server = server
+        self.limits = limits
+        self.logger = logger
+    }
+
+    /// Starts the once-a-second check on `context`.
+    func start(on context: OpaquePointer) {
+        let user = Unmanaged.passRetained(self).toOpaque()
+        let source = g_timeout_source_new_seconds(1)!
+        g_source_set_callback(source, { user in
+            guard let user else { return 0 }
+            Unmanaged<RTSPClientWatchdog>.fromOpaque(user).takeUnretainedValue().tick()
+            return 1
+        }, user, { user in
+            if let user { Unmanaged<RTSPClientWatchdog>.fromOpaque(user).release() }
+        })
+        let id = g_source_attach(source, context)
+        g_source_unref(source)
+        state.withLock { $0.source = id }
+    }
+
+    /// Stops the checks (idempotent).
+    func stop(on context: OpaquePointer) {
+        let id = state.withLock { s -> UInt32 in
+            defer { s.source = 0 }
+            return s.source
+        }
+        if id != 0 { lg_source_remove_by_id(context, id) }
+    }
+
+    /// One check of every connection (on the main loop).
+    private func tick() {
+        let now = MonotonicClock.nanos()
+        let idleNanos = limits.idleTimeout.nanoseconds
+        let stallNanos = limits.stallTimeout.nanoseconds
+        if let pool = gst_rtsp_server_get_session_pool(server.server) {
+            _ = gst_rtsp_session_pool_cleanup(pool)
+            g_object_unref(UnsafeMutableRawPointer(pool))
+        }
+        let list = gst_rtsp_server_client_filter(server.server, nil, nil)
+        defer { g_list_free_full(list) { g_object_unref($0) } }
+        var present: Set<UInt> = []
+        var closing: [(UnsafeMutablePointer<GstRTSPClient>, String)] = []
+        state.withLock { s in
+            var node = list
+            while let n = node {
+                node = n.pointee.next
+                guard let data = n.pointee.data else { continue }
+                let client = data.assumingMemoryBound(to: GstRTSPClient.self)
+                let key = UInt(bitPattern: data)
+                present.insert(key)
+                var seen = s.clients[key] ?? Seen(since: now, lastWritable: now)
+                if Self.writable(client) { seen.lastWritable = now }
+                s.clients[key] = seen
+                if idleNanos > 0, now &- seen.since > idleNanos, !Self.hasSession(client) {
+                    closing.append((client, "idle"))
+                } else if stallNanos > 0, now &- seen.lastWritable > stallNanos {
+                    closing.append((client, "stalled"))
+                }
+            }
+            s.clients = s.clients.filter { present.contains($0.key) }
+        }
+        for (client, why) in closing {
+            if why == "idle" { closedIdle.add(1, ordering: .relaxed) } else { closedStalled.add(1, ordering: .relaxed) }
+            logger.info("RTSP client closed", metadata: ["reason": "\(why)"])
+            gst_rtsp_client_close(client)
+        }
+    }
+
+    /// Whether the client's socket accepts bytes now (false once it is closed).
+    private static func writable(_ client: UnsafeMutablePointer<GstRTSPClient>) -> Bool {
+        guard let connection = gst_rtsp_client_get_connection(client),
+              let socket = gst_rtsp_connection_get_write_socket(connection) else { return false }
+        return g_socket_condition_check(socket, G_IO_OUT).rawValue != 0
+    }
+
+    private static func hasSession(_ client: UnsafeMutablePointer<GstRTSPClient>) -> Bool {
+        let sessions = gst_rtsp_client_session_filter(client, nil, nil)
+        defer { g_list_free_full(sessions) { g_object_unref($0) } }
+        return sessions != nil
+    }
+}
