@@ -167,7 +167,7 @@ struct PanasonicConformanceTests {
 }
 
 /// Sends `datagrams` to 127.0.0.1:`port` from a UDP socket of its own (another source port than the camera's).
-func sendForged(_ datagrams: [[UInt8]], to port: Int) {
+func sendForged(_ datagrams: [[UInt8]], to port: Int, everyMicroseconds pause: UInt32 = 2_000) {
     let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
     defer { close(fd) }
     var addr = sockaddr_in()
@@ -179,8 +179,15 @@ func sendForged(_ datagrams: [[UInt8]], to port: Int) {
             withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 sendto(fd, b.baseAddress, b.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         }
-        usleep(2_000)
+        usleep(pause)
     }
+}
+
+/// Resident memory of this process in KiB.
+func residentKiB() -> Int {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
 }
 
 @Suite(.serialized) struct UDPSourceTests {
@@ -215,5 +222,40 @@ func sendForged(_ datagrams: [[UInt8]], to port: Int) {
         await s.shutdown()
         #expect(!s.collector.all.contains { $0.bytes == forgedJPEG }, "a forged frame was published")
         #expect(s.driver.stats.foreignDatagrams == 20, "forged datagrams counted: \(s.driver.stats.foreignDatagrams)")
+    }
+
+    /// Ten times the camera's datagram rate from another port, half forged frames and half garbage
+    /// (some of it larger than any frame): the camera's frames keep coming, every flood datagram
+    /// is counted as a dropped datagram and none as a dropped frame, memory stays bounded.
+    @Test func aFloodAtTenTimesTheRateCostsNothingButCountedDatagrams() async throws {
+        let s = try await PanasonicSetup.make()
+        #expect(await s.collector.wait(for: 10))
+        let port = try #require(s.driver.liveViewPort)
+        let forgedJPEG = try TestPatternSource(width: 640, height: 480).frame(index: 4321).jpeg
+        var rng = SystemRandomNumberGenerator()
+        var flood: [[UInt8]] = []
+        for i in 0..<1_500 {
+            if i % 2 == 0 {
+                var d: [UInt8] = []
+                PanasonicDatagram.append(jpeg: forgedJPEG, seq: Int32(200_000 + i), to: &d)
+                flood.append(d)
+            } else {
+                flood.append((0..<Int.random(in: 1...60_000, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
+            }
+        }
+        let rssBefore = residentKiB()
+        let framesBefore = s.collector.count
+        let dropsBefore = s.driver.stats.drops
+        let sender = Task.detached { sendForged(flood, to: port, everyMicroseconds: 3_333) }  // ~300 per second
+        // While the flood lasts (~5 s), the camera's frames keep arriving.
+        #expect(await s.collector.wait(for: framesBefore + 90), "the camera's frames stopped during the flood")
+        await sender.value
+        let rssAfter = residentKiB()
+        await s.shutdown()
+        #expect(!s.collector.all.contains { $0.bytes == forgedJPEG }, "a forged frame was published")
+        #expect(s.driver.stats.foreignDatagrams >= 1_400, "flood datagrams counted: \(s.driver.stats.foreignDatagrams) of 1500")
+        #expect(s.driver.stats.drops == dropsBefore, "flood datagrams counted as frame drops")
+        #expect(rssAfter - rssBefore < 64 * 1024, "RSS grew by \((rssAfter - rssBefore) / 1024) MiB during the flood")
+        print("UDP flood ×10 (1500 datagrams in ~5 s): \(s.driver.stats.foreignDatagrams) counted, RSS \(rssBefore / 1024) → \(rssAfter / 1024) MiB")
     }
 }

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+/// A camera whose answers are hostile — a 100 MB JSON-RPC reply, 200 000 nested arrays, or silence
+/// after accepting the request — costs livegate bounded memory and no crash; the camera shows as
+/// not streaming with a reason in the API, and the gateway keeps answering.
+@Suite(.serialized) struct HostileCameraTests {
+    static func rssMiB(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+    }
+
+    struct Camera: Decodable {
+        let state: String
+        let reason: String?
+    }
+
+    @Test(arguments: ["huge", "nested", "silent"])
+    func hostileAnswersCostBoundedMemoryAndGiveAReason(mode: String) async throws {
+        let camera = Process()
+        camera.executableURL = URL(fileURLWithPath: which("python3")!)
+        camera.arguments = [repoRoot.appendingPathComponent("Tests/Scripts/hostile_camera.py").path, mode]
+        let pipe = Pipe()
+        camera.standardOutput = pipe
+        camera.standardError = FileHandle.nullDevice
+        try camera.run()
+        defer { kill(camera.processIdentifier, SIGKILL) }
+        let portLine = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+        let port = try #require(Int(portLine.trimmingCharacters(in: .whitespacesAndNewlines)), "no port: \(portLine)")
+
+        let gw = try GatewayProcess(["--camera", "sony://127.0.0.1:\(port)"])
+        defer { if gw.process.isRunning { kill(gw.process.processIdentifier, SIGKILL) } }
+        #expect(await gw.waitReady(), "livegate did not start: \(gw.output)")
+        var peak = 0
+        var cam: Camera?
+        for _ in 0..<30 {
+            peak = max(peak, Self.rssMiB(gw.process.processIdentifier))
+            if let r = await httpGet("\(gw.api)/api/v1/cameras/cam0"), let c = try? JSONDecoder().decode(Camera.self, from: Data(r.body.utf8)) {
+                cam = c
+                if c.reason != nil { break }
+            }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        for _ in 0..<10 {
+            peak = max(peak, Self.rssMiB(gw.process.processIdentifier))
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(gw.process.isRunning, "livegate died: \(gw.output.suffix(2000))")
+        #expect(cam?.state != "streaming" && cam?.reason != nil, "camera: \(String(describing: cam))")
+        #expect(peak < 200, "livegate's memory reached \(peak) MiB")
+        #expect(await httpGet("\(gw.api)/api/v1/cameras")?.status == 200, "the API stopped answering")
+        print("hostile camera (\(mode)): peak RSS \(peak) MiB, reason: \(cam?.reason ?? "-")")
+        await gw.stop()
+    }
+}
