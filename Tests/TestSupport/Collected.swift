@@ -1,4 +1,4 @@
-public import LiveViewCore
+import LiveViewCore
 
 /// A value that a test and the callbacks it hands out (on other threads, in escaping closures)
 /// share: the project's `Mutex` in a class, because a `Mutex` itself cannot be captured.
