@@ -10,9 +10,15 @@ public final class SonyRPC: Sendable {
     private let nextID = Mutex(1)
     private let callLog = Mutex<[String]>([])
 
+    /// Largest JSON-RPC reply accepted: real ones (getEvent with every parameter included) are
+    /// tens of kilobytes; a camera sending more is refused before it costs memory.
+    public static let maxReplyBytes = 1024 * 1024
+
     public init(endpoint: HTTPURL, group: any EventLoopGroup) {
         self.endpoint = endpoint
-        self.client = HTTPClient(group: group)
+        var client = HTTPClient(group: group)
+        client.maxBodyBytes = Self.maxReplyBytes
+        self.client = client
     }
 
     /// Calls `method` and returns its `result` (or `results`) array. Camera errors throw
