@@ -1,4 +1,4 @@
-import CameraKit
+public import CameraKit
 import Foundation
 public import GatewayAPI
 public import Hummingbird
@@ -109,8 +109,8 @@ public enum ControlAPI {
                 value = CommonValues.parse(s, for: name)
             }
             try await mapErrors { try await cam.driver.setProperty(name, to: value) }
-            model.propertyWasSet(camera: cam.id, name: name.rawValue, value: apiValue(value))
-            return json(SetPropertyResult(name: name.rawValue, value: apiValue(value)))
+            model.propertyWasSet(camera: cam.id, name: name.rawValue, value: APIValue(value))
+            return json(SetPropertyResult(name: name.rawValue, value: APIValue(value)))
         }
         router.post("/api/v1/cameras/:id/focus") { request, context in
             let cam = try camera(context, model)
@@ -340,11 +340,12 @@ public enum ControlAPI {
             throw APIError(.contentTooLarge, "request body larger than \(maxBody) bytes")
         }
         let data = Data(buf.readableBytesView)
+        if let value = try? JSONDecoder().decode(T.self, from: data) { return value }
+        // Which of the two mistakes: not an object at all, or an object of the wrong shape.
         guard (try? JSONDecoder().decode(AnyJSONObject.self, from: data)) != nil else {
             throw APIError(.badRequest, "request body must be a JSON object")
         }
-        guard let value = try? JSONDecoder().decode(T.self, from: data) else { throw APIError(.badRequest, wrongShape) }
-        return value
+        throw APIError(.badRequest, wrongShape)
     }
 
     /// 501 with the vendor's reason when the camera's plug-in lacks `capability`.
@@ -409,26 +410,13 @@ public enum ControlAPI {
             storage: storage.map(\.api))
     }
 
-    static func apiValue(_ v: PropertyValue) -> APIValue {
-        switch v {
-        case .text(let s): return .text(s)
-        case .number(let d): return .number(d)
-        }
-    }
-
     static func propertyInfo(_ p: CameraProperty) -> PropertyInfo {
-        PropertyInfo(name: p.name.rawValue, value: p.value.map(apiValue), displayText: p.displayText,
-                     choices: p.choices.map(apiValue), writable: p.writable)
+        PropertyInfo(name: p.name.rawValue, value: p.value.map(APIValue.init), displayText: p.displayText,
+                     choices: p.choices.map(APIValue.init), writable: p.writable)
     }
-
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
 
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
-        var buf = ByteBuffer(bytes: (try? encoder.encode(value)) ?? Data("{}".utf8))
+        var buf = ByteBuffer(bytes: (try? APIJSON.encoder.encode(value)) ?? Data("{}".utf8))
         buf.writeString("\n")
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buf))
     }
@@ -459,6 +447,16 @@ public enum ControlAPI {
         var headers: HTTPFields = [.contentType: type, .accessControlAllowOrigin: "*"]
         headers[.cacheControl] = file.hasSuffix(".m3u8") ? "no-cache" : "max-age=60"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+extension APIValue {
+    /// A driver's value as the API writes it (the CLI uses it too).
+    public init(_ value: PropertyValue) {
+        switch value {
+        case .text(let s): self = .text(s)
+        case .number(let d): self = .number(d)
+        }
     }
 }
 

@@ -75,7 +75,7 @@ final class EventStream: Sendable {
     }
 
     static func format(_ event: String, _ data: some Encodable) -> String {
-        let json = (try? ControlAPI.encoder.encode(data)) ?? Data("{}".utf8)
+        let json = (try? APIJSON.encoder.encode(data)) ?? Data("{}".utf8)
         return "event: \(event)\ndata: \(String(decoding: json, as: UTF8.self))\n\n"
     }
 
@@ -101,7 +101,7 @@ final class EventStream: Sendable {
         var out: [String: String] = [:]
         for p in props {
             out[p.name.rawValue] = Self.format("property", PropertyEvent(camera: cam.id, name: p.name.rawValue,
-                                                                         value: p.value.map(ControlAPI.apiValue),
+                                                                         value: p.value.map(APIValue.init),
                                                                          displayText: p.displayText))
         }
         return out

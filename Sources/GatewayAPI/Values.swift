@@ -1,3 +1,5 @@
+public import Foundation
+
 /// A property value in the API: a word of the common vocabulary ("tungsten", "1/250", "af-c") or a
 /// number (ISO 400, aperture 5.6, exposure -0.7). JSON true/false is neither.
 public enum APIValue: Codable, Sendable, Hashable, CustomStringConvertible {
@@ -31,6 +33,15 @@ public enum APIValue: Codable, Sendable, Hashable, CustomStringConvertible {
         case .number(let d): return d == d.rounded() && abs(d) < 1e9 ? String(Int(d)) : String(d)
         }
     }
+}
+
+/// How the API writes JSON, on both ends: keys sorted, slashes as they are.
+public enum APIJSON {
+    public static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return e
+    }()
 }
 
 /// The body of every error answer: `{"error": "…"}`, with the allowed values of a refused property

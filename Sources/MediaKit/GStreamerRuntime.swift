@@ -183,13 +183,10 @@ final class MediaPipeline: @unchecked Sendable {
     /// Stops the pipeline (NULL state) and removes the bus watch. Idempotent.
     func stop() {
         _ = lg_element_set_state(element, GST_STATE_NULL)
-        let removed = watch.withLock { w -> Bool in
-            guard let source = w else { return false }
-            lg_source_remove(source)
+        watch.withLock { w in
+            if let source = w { lg_source_remove(source) }
             w = nil
-            return true
         }
-        _ = removed
     }
 
     deinit {

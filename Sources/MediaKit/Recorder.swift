@@ -55,6 +55,9 @@ public final class Recorder: Sendable {
         /// DefaultDuration); each frame still keeps its own camera PTS.
         public var fps: Int = 30
 
+        /// The camera's part of its segments' file names (`<this>-<UTC start>.mkv`).
+        var filePrefix: String { cameraID.replacingOccurrences(of: "/", with: "_") }
+
         /// Settings for one camera.
         public init(cameraID: String, directory: String, segmentDuration: Duration = .seconds(300), queueCapacity: Int = 90) {
             self.cameraID = cameraID
@@ -104,8 +107,8 @@ public final class Recorder: Sendable {
     public func start(hub: FrameHub? = nil) throws {
         try FileManager.default.createDirectory(atPath: configuration.directory, withIntermediateDirectories: true)
         // What a crash of an earlier run left: sidecar lines for frames its file never got.
-        RecordingRepair.trimSidecars(directory: configuration.directory,
-                                     camera: configuration.cameraID.replacingOccurrences(of: "/", with: "_"), logger: logger)
+        RecordingRepair.trimNewestSidecar(directory: configuration.directory,
+                                          camera: configuration.filePrefix, logger: logger)
         let go = control.withLock { c -> Bool in
             guard !c.running else { return false }
             c.running = true
@@ -240,7 +243,7 @@ final class SegmentWriterBox: @unchecked Sendable {
 
     private func open(width w: Int, height h: Int, arrival: UInt64) throws {
         let stamp = Self.utcStamp(Date())
-        let camera = configuration.cameraID.replacingOccurrences(of: "/", with: "_")
+        let camera = configuration.filePrefix
         var base = "\(configuration.directory)/\(camera)-\(stamp)"
         var n = 2
         while FileManager.default.fileExists(atPath: base + ".mkv") {

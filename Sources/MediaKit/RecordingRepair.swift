@@ -3,40 +3,43 @@ import Logging
 
 /// What a recording left behind when livegate was killed: its last frames may never have reached the
 /// Matroska file while their lines were already in the AF sidecar. At the next start the recorder
-/// trims every sidecar of its camera to the frames its file holds (whole blocks, counted without
-/// decoding), so a sidecar never describes a frame the file lacks.
+/// trims the sidecar of its camera's newest segment (the only one a kill can have cut: each start
+/// repairs the one before) to the frames its file holds (whole blocks, counted without decoding),
+/// so a sidecar never describes a frame the file lacks.
 enum RecordingRepair {
-    /// Trims the sidecars of `camera`'s segments in `directory`; returns the files trimmed.
+    /// Trims the sidecar of `camera`'s newest segment in `directory`; returns the file when trimmed.
     @discardableResult
-    static func trimSidecars(directory: String, camera: String, logger: Logger) -> [String] {
+    static func trimNewestSidecar(directory: String, camera: String, logger: Logger) -> String? {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        var trimmed: [String] = []
-        for name in names where name.hasPrefix(camera + "-") && name.hasSuffix(".af.jsonl")
-            && name.dropFirst(camera.count + 1).first?.isNumber == true {
-            let sidecar = "\(directory)/\(name)"
-            let mkv = String(sidecar.dropLast(".af.jsonl".count)) + ".mkv"
-            guard let text = try? String(contentsOfFile: sidecar, encoding: .utf8),
-                  let blocks = MatroskaBlocks.count(path: mkv) else { continue }
-            // Whole lines only: a line cut by the kill has no newline.
-            var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-            if lines.last?.isEmpty == true { lines.removeLast() }
-            let complete = text.hasSuffix("\n") ? lines.count : max(0, lines.count - 1)
-            guard complete > blocks || complete < lines.count else { continue }
-            let kept = lines.prefix(min(complete, blocks)).map { $0 + "\n" }.joined()
-            let temporary = "\(directory)/.\(name).repair"
-            guard FileManager.default.createFile(atPath: temporary, contents: Data(kept.utf8)),
-                  let handle = FileHandle(forWritingAtPath: temporary) else { continue }
-            try? handle.synchronize()
-            try? handle.close()
-            guard rename(temporary, sidecar) == 0 else {
-                unlink(temporary)
-                continue
-            }
-            logger.notice("AF sidecar trimmed to the frames its recording holds",
-                          metadata: ["file": "\(name)", "lines": "\(lines.count)", "frames": "\(blocks)"])
-            trimmed.append(sidecar)
+        let sidecars = names.filter {
+            $0.hasPrefix(camera + "-") && $0.hasSuffix(".af.jsonl") && $0.dropFirst(camera.count + 1).first?.isNumber == true
         }
-        return trimmed
+        let modified = { (name: String) -> Date in
+            ((try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)"))?[.modificationDate] as? Date) ?? .distantPast
+        }
+        guard let name = sidecars.max(by: { modified($0) < modified($1) }) else { return nil }
+        let sidecar = "\(directory)/\(name)"
+        let mkv = String(sidecar.dropLast(".af.jsonl".count)) + ".mkv"
+        guard let text = try? String(contentsOfFile: sidecar, encoding: .utf8),
+              let blocks = MatroskaBlocks.count(path: mkv) else { return nil }
+        // Whole lines only: a line cut by the kill has no newline.
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last?.isEmpty == true { lines.removeLast() }
+        let complete = text.hasSuffix("\n") ? lines.count : max(0, lines.count - 1)
+        guard complete > blocks || complete < lines.count else { return nil }
+        let kept = lines.prefix(min(complete, blocks)).map { $0 + "\n" }.joined()
+        let temporary = "\(directory)/.\(name).repair"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(kept.utf8)),
+              let handle = FileHandle(forWritingAtPath: temporary) else { return nil }
+        try? handle.synchronize()
+        try? handle.close()
+        guard rename(temporary, sidecar) == 0 else {
+            unlink(temporary)
+            return nil
+        }
+        logger.notice("AF sidecar trimmed to the frames its recording holds",
+                      metadata: ["file": "\(name)", "lines": "\(lines.count)", "frames": "\(blocks)"])
+        return sidecar
     }
 }
 

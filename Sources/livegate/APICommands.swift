@@ -1,6 +1,7 @@
 import ArgumentParser
 import CameraKit
 import Foundation
+import Gateway
 import GatewayAPI
 
 /// Options shared by the API client commands.
@@ -86,13 +87,9 @@ struct SetCommand: AsyncParsableCommand {
         guard let name = PropertyName(rawValue: property) else {
             throw ValidationError("unknown property '\(property)'; expected one of: \(PropertyName.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        let v: APIValue
-        switch CommonValues.parse(value, for: name) {
-        case .number(let d): v = .number(d)
-        case .text(let s): v = .text(s)
-        }
         _ = try await options.client().send(.PUT, "/api/v1/cameras/\(escape(camera))/properties/\(property)",
-                                            body: SetPropertyRequest(value: v), as: SetPropertyResult.self)
+                                            body: SetPropertyRequest(value: APIValue(CommonValues.parse(value, for: name))),
+                                            as: SetPropertyResult.self)
         print("\(camera) \(property) = \(value)")
     }
 }

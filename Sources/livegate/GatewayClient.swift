@@ -10,11 +10,6 @@ struct GatewayClient {
     let base: String
     let token: String?
 
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
     /// Largest answer read whole (file downloads and events are streamed instead).
     static let maxAnswer = 64 * 1024 * 1024
 
@@ -33,7 +28,7 @@ struct GatewayClient {
         // The API takes state changes as JSON only; an empty JSON object says "no options".
         if method != .GET {
             r.headers.add(name: "Content-Type", value: "application/json")
-            r.body = .bytes(ByteBuffer(data: try body.map { try Self.encoder.encode($0) } ?? Data("{}".utf8)))
+            r.body = .bytes(ByteBuffer(data: try body.map { try APIJSON.encoder.encode($0) } ?? Data("{}".utf8)))
         }
         let response: HTTPClientResponse
         let bytes: ByteBuffer
