@@ -17,9 +17,12 @@ public struct AccessPolicy: Sendable {
     public var token: String?
     /// Host names (lower case, no port) accepted besides IP literals, `localhost` and this machine's name.
     public var allowedHosts: Set<String>
+    /// Origins (`scheme://host[:port]`, lower case) whose pages may read what a GET answers.
+    public var allowedOrigins: Set<String>
 
-    public init(token: String? = nil, allowedHosts: Set<String> = []) {
+    public init(token: String? = nil, allowedHosts: Set<String> = [], allowedOrigins: [String] = []) {
         self.token = token
+        self.allowedOrigins = Set(allowedOrigins.compactMap(Self.normalizedOrigin))
         var hosts = Set(allowedHosts.map { $0.lowercased() })
         hosts.insert("localhost")
         let name = ProcessInfo.processInfo.hostName.lowercased()
@@ -28,6 +31,17 @@ public struct AccessPolicy: Sendable {
             if let short = name.split(separator: ".").first { hosts.insert("\(short).local") }
         }
         self.allowedHosts = hosts
+    }
+
+    /// `scheme://host[:port]` in lower case without a trailing slash, or nil when `text` is no web origin.
+    public static func normalizedOrigin(_ text: String) -> String? {
+        var o = text.lowercased()
+        if o.hasSuffix("/") { o.removeLast() }
+        guard let r = o.range(of: "://") else { return nil }
+        let scheme = o[..<r.lowerBound], rest = o[r.upperBound...]
+        guard scheme == "http" || scheme == "https", !rest.isEmpty,
+              rest.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-.:[]".contains($0)) }) else { return nil }
+        return o
     }
 
     /// The name of the cookie that carries the token for the page's own requests.
@@ -131,9 +145,20 @@ struct AccessMiddleware<Context: RequestContext>: RouterMiddleware {
             if request.uri.path == "/", request.uri.queryParameters["token"] != nil {
                 response.headers[.setCookie] = "\(AccessPolicy.cookie)=\(token); Path=/; HttpOnly; SameSite=Strict"
             }
-            return response
+            return allowRead(response, request)
         }
-        return try await next(request, context)
+        return allowRead(try await next(request, context), request)
+    }
+
+    /// A page of a listed origin may read what a GET answers (no wildcard: other pages may not).
+    private func allowRead(_ response: Response, _ request: Request) -> Response {
+        guard request.method == .get || request.method == .head, !policy.allowedOrigins.isEmpty,
+              let origin = request.headers[.origin], let o = AccessPolicy.normalizedOrigin(origin),
+              policy.allowedOrigins.contains(o) else { return response }
+        var r = response
+        r.headers[.accessControlAllowOrigin] = origin
+        r.headers[.vary] = "Origin"
+        return r
     }
 
     static func refuse(_ status: HTTPResponse.Status, _ message: String) -> Response {

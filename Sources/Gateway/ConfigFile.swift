@@ -23,6 +23,7 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
     public var pipewire: String?
     public var token: String?
     public var allowedHosts: [String]?
+    public var allowedOrigins: [String]?
     public var cameras: [Camera]?
 
     public struct Camera: Decodable, Sendable, Equatable {
@@ -40,7 +41,7 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
 
     /// The keys a file may use at the top level.
     public static let keys = ["listen", "rtspPort", "httpPort", "hls", "hlsDir", "record", "captures",
-                              "segmentSeconds", "overlay", "fps", "linger", "logLevel", "v4l2", "pipewire", "token", "allowedHosts", "cameras"]
+                              "segmentSeconds", "overlay", "fps", "linger", "logLevel", "v4l2", "pipewire", "token", "allowedHosts", "allowedOrigins", "cameras"]
 
     /// Reads a file; the error names the file, the line and the key.
     public static func load(path: String) throws(ConfigError) -> ConfigFile {
@@ -131,6 +132,9 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
         if let t = token, t.count < 16 || !t.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != ":" }) {
             return bad("token", "must be at least 16 printable characters without spaces or ':' (livegate token makes one)")
         }
+        for o in allowedOrigins ?? [] where AccessPolicy.normalizedOrigin(o) == nil {
+            return bad("allowedOrigins", "'\(o.prefix(100))' is not an origin: scheme://host[:port] with http or https and no path")
+        }
         if let level = logLevel, !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {
             return bad("logLevel", "must be trace, debug, info, notice, warning, error or critical, got '\(level)'")
         }
@@ -159,7 +163,7 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
         }
         take(\.listen); take(\.rtspPort); take(\.httpPort); take(\.hls); take(\.hlsDir); take(\.record)
         take(\.captures); take(\.segmentSeconds); take(\.overlay); take(\.fps); take(\.linger); take(\.logLevel)
-        take(\.v4l2); take(\.pipewire); take(\.token); take(\.allowedHosts); take(\.cameras)
+        take(\.v4l2); take(\.pipewire); take(\.token); take(\.allowedHosts); take(\.allowedOrigins); take(\.cameras)
         return c
     }
 
@@ -312,6 +316,7 @@ public enum ConfigEnvironment {
         if let v = text("pipewire") { c.pipewire = v }
         if let v = text("token") { c.token = v }
         if let v = text("allowedHosts") { c.allowedHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        if let v = text("allowedOrigins") { c.allowedOrigins = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if let v = text("cameras") {
             c.cameras = v.split(separator: ",").map { item in
                 let s = item.trimmingCharacters(in: .whitespaces)

@@ -186,7 +186,7 @@ public enum ControlAPI {
             }
             let lastID = HTTPField.Name("Last-Event-ID").flatMap { request.headers[$0] }.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             guard let events = model.eventStream(lastEventID: lastID) else { throw APIError(.notFound, "no event stream here") }
-            var headers: HTTPFields = [.contentType: "text/event-stream", .accessControlAllowOrigin: "*"]
+            var headers: HTTPFields = [.contentType: "text/event-stream"]
             headers[.cacheControl] = "no-cache"
             return Response(status: .ok, headers: headers, body: ResponseBody { writer in
                 try await writer.write(ByteBuffer(string: ": livegate camera events (state, property, af)\n\n"))
@@ -269,8 +269,7 @@ public enum ControlAPI {
         guard let sub = model.mjpegSubscribe(camera: cam.id) else {
             throw APIError(.serviceUnavailable, "\(cam.id) has no media outputs (started with --no-outputs?)")
         }
-        var headers: HTTPFields = [.contentType: "multipart/x-mixed-replace; boundary=\(mjpegBoundary)",
-                                   .accessControlAllowOrigin: "*"]
+        var headers: HTTPFields = [.contentType: "multipart/x-mixed-replace; boundary=\(mjpegBoundary)"]
         headers[.cacheControl] = "no-cache, no-store"
         let body = ResponseBody { writer in
             defer { sub.cancel() }
@@ -302,7 +301,7 @@ public enum ControlAPI {
         }
         defer { frame.release() }
         let age = frame.arrivalNanos > 0 ? (MonotonicClock.nanos() &- frame.arrivalNanos) / 1_000_000 : 0
-        var headers: HTTPFields = [.contentType: "image/jpeg", .accessControlAllowOrigin: "*"]
+        var headers: HTTPFields = [.contentType: "image/jpeg"]
         headers[.cacheControl] = "no-cache, no-store"
         if let name = HTTPField.Name("X-Frame-Age-Ms") { headers[name] = "\(age)" }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: frame.bytes)))
@@ -435,7 +434,6 @@ public enum ControlAPI {
         let isPlaylist = file.hasSuffix(".m3u8")
         if await model.hlsRequest(camera: cam.id, playlist: isPlaylist) == .starting {
             var r = json(ErrorBody(error: "HLS is starting; retry in a second"), status: .serviceUnavailable)
-            r.headers[.accessControlAllowOrigin] = "*"
             r.headers[.retryAfter] = "1"
             return r
         }
@@ -444,7 +442,7 @@ public enum ControlAPI {
             throw APIError(.notFound, file.hasSuffix(".m3u8") ? "playlist not written yet; try again in a few seconds" : "segment gone")
         }
         let type = file.hasSuffix(".m3u8") ? "application/vnd.apple.mpegurl" : "video/mp2t"
-        var headers: HTTPFields = [.contentType: type, .accessControlAllowOrigin: "*"]
+        var headers: HTTPFields = [.contentType: type]
         headers[.cacheControl] = file.hasSuffix(".m3u8") ? "no-cache" : "max-age=60"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

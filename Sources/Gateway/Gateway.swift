@@ -15,6 +15,8 @@ import Vendors
 /// finishes the recording segments.
 public final class Gateway: ControlModel, Service, Sendable {
     public let options: GatewayOptions
+    /// Watches the HTTP server's connections (timeouts, counts); the server is built from it.
+    public let httpGuard: HTTPConnectionGuard
     let logger: Logger
     let group: any EventLoopGroup
     /// A running camera with the spec it was started from and its in-process emulator, if any.
@@ -38,6 +40,7 @@ public final class Gateway: ControlModel, Service, Sendable {
 
     public init(options: GatewayOptions, logger: Logger, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
         self.options = options
+        self.httpGuard = HTTPConnectionGuard(limits: options.httpLimits)
         self.logger = logger
         self.group = group
         self.outputs = OutputSet(options: options, logger: logger)
@@ -340,6 +343,7 @@ public final class Gateway: ControlModel, Service, Sendable {
         m.help("livegate_capture_failures_total", "Images the camera produced that could not be fetched or saved.", type: "counter")
         m.sample("livegate_capture_failures_total", [:], Double(captureFailures.load(ordering: .relaxed)))
         outputs.writeMetrics(into: &m, cameras: cams)
+        httpGuard.writeMetrics(into: &m)
         return metrics.exposition(m)
     }
 }

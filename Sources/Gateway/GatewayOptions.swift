@@ -24,9 +24,13 @@ public struct GatewayOptions: Sendable {
     public var token: String?
     /// Host names the HTTP server answers for besides IP literals, localhost and this machine's name.
     public var allowedHosts: [String] = []
-    /// An HTTP connection that sends nothing for this long (no request, or a request's head
-    /// trickling in) is closed; a response still being streamed (MJPEG, events) is not idle.
-    public var httpIdleTimeoutSeconds = 30
+    /// Web origins whose pages may read (GET) streams, snapshots, files and events; none besides
+    /// livegate's own page by default (no wildcard).
+    public var allowedOrigins: [String] = []
+    /// What one HTTP client may hold: time to send a request, keep-alive wait, stalled responses,
+    /// connection counts (`HTTPConnectionGuard`). A response still being streamed (MJPEG, events)
+    /// is not idle.
+    public var httpLimits = HTTPLimits()
     /// An RTSP connection that sets up no session for this long is closed (0: never).
     public var rtspIdleTimeoutSeconds = 30
     /// An RTSP client that reads nothing for this long (its socket stays full) is closed (0: never).

@@ -29,6 +29,21 @@ info:
        127.0.0.1) no authentication is required: the security requirement list therefore
        includes the empty requirement `{}`.
 
+    ## Cross-origin reads
+    No answer carries a wildcard `Access-Control-Allow-Origin`: only livegate's own page
+    (same origin) may read what it serves. A GET or HEAD whose `Origin` is listed with
+    `--allow-origin` / `allowedOrigins:` gets `Access-Control-Allow-Origin: <that origin>` and
+    `Vary: Origin`.
+
+    ## Connections
+    A new connection has 10 s to send a complete request head, a kept-alive one 30 s
+    (`--http-idle-timeout`) for its next request, a request's body must be read within 30 s of
+    its head, and a streamed answer (MJPEG, events) whose client stops reading for 10 s is
+    closed. Above a quarter of `--http-max-connections` (default 1024) connections waiting for
+    a request are closed after 2 s; a connection beyond the maximum is answered `503` and
+    closed. A request the HTTP parser refuses is answered `431` (request line or headers over
+    80 KiB) or `400` and closed. `livegate_http_connections_closed_total{reason}` counts them.
+
     ## Errors
     Every error the gateway itself produces has a JSON body `{"error": "<sentence>"}`
     (`ErrorResponse`), sometimes with extra keys (`valid`, `cameraCode`, `state`). Exceptions:
@@ -689,7 +704,7 @@ paths:
             type: integer
       responses:
         '200':
-          description: An endless event stream (`Cache-Control no-cache`, `Access-Control-Allow-Origin *`).
+          description: An endless event stream (`Cache-Control no-cache`).
           content:
             text/event-stream:
               schema:
@@ -744,7 +759,7 @@ paths:
             default: none
       responses:
         '200':
-          description: An endless multipart stream (`Cache-Control no-cache, no-store`, `Access-Control-Allow-Origin *`).
+          description: An endless multipart stream (`Cache-Control no-cache, no-store`).
           content:
             multipart/x-mixed-replace; boundary=livegate-mjpeg-frame:
               schema:
@@ -778,7 +793,7 @@ paths:
       summary: The newest frame the camera sent (or the slate it shows).
       responses:
         '200':
-          description: One JPEG (`Cache-Control no-cache, no-store`, `Access-Control-Allow-Origin *`).
+          description: One JPEG (`Cache-Control no-cache, no-store`).
           headers:
             X-Frame-Age-Ms:
               description: Milliseconds since the frame arrived (0 when unknown).
@@ -824,7 +839,7 @@ paths:
       summary: HLS playlist or segment; the first request starts the camera's HLS.
       responses:
         '200':
-          description: The file (`Access-Control-Allow-Origin *`; playlist `no-cache`, segments `max-age=60`).
+          description: The file (playlist `no-cache`, segments `max-age=60`).
           content:
             application/vnd.apple.mpegurl:
               schema:

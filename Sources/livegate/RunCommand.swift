@@ -56,14 +56,20 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error (default info).") var logLevel: String?
     @Option(name: .long, help: ArgumentHelp("Require this token on every HTTP request (Authorization: Bearer, or ?token=) and RTSP (user livegate, the token as password). Needed when --listen is not a loopback address; `livegate token` makes one. Prefer LIVEGATE_TOKEN or the config file: a flag shows in the process list.", valueName: "TOKEN"))
     var token: String?
-    @Option(name: .long, help: ArgumentHelp("Seconds an HTTP connection may send nothing (no request, or a request head trickling in) before it is closed; streamed answers are not idle.", visibility: .hidden))
+    @Option(name: .long, help: ArgumentHelp("Seconds a kept-alive HTTP connection may wait for its next request before it is closed (a new one has this, at most 10 s, to send its first); streamed answers are not idle.", visibility: .hidden))
     var httpIdleTimeout: Int = 30
+    @Option(name: .long, help: ArgumentHelp("Seconds within which a request's body must have been read after its head.", visibility: .hidden))
+    var httpRequestTimeout: Int = 30
+    @Option(name: .long, help: ArgumentHelp("Most HTTP connections open at once; more are answered 503 (default 1024). Above a quarter of it, connections that wait for a request are closed after 2 s."))
+    var httpMaxConnections: Int = 1024
     @Option(name: .long, help: ArgumentHelp("Seconds an RTSP connection may go without setting up a session before it is closed (0: never).", visibility: .hidden))
     var rtspIdleTimeout: Int = 30
     @Option(name: .long, help: ArgumentHelp("Seconds an RTSP client may read nothing (its socket full) before it is closed (0: never).", visibility: .hidden))
     var rtspStallTimeout: Int = 10
     @Option(name: .long, help: ArgumentHelp("A host name the HTTP server answers for besides IP addresses, localhost and this machine's name (repeatable).", valueName: "NAME"))
     var allowedHost: [String] = []
+    @Option(name: .long, help: ArgumentHelp("A web origin (https://example.com) whose pages may read streams, snapshots and events (repeatable; by default only livegate's own page may).", valueName: "ORIGIN"))
+    var allowOrigin: [String] = []
 
     func validate() throws {
         // The flags' values by the config file's rules, named as flags.
@@ -92,6 +98,7 @@ struct Run: AsyncParsableCommand {
         c.logLevel = logLevel
         c.token = token
         c.allowedHosts = allowedHost.isEmpty ? nil : allowedHost
+        c.allowedOrigins = allowOrigin.isEmpty ? nil : allowOrigin
         return c
     }
 
@@ -164,8 +171,18 @@ struct Run: AsyncParsableCommand {
         options.configPath = config ?? env["LIVEGATE_CONFIG"]
         options.token = c.token
         options.allowedHosts = c.allowedHosts ?? []
+        options.allowedOrigins = c.allowedOrigins ?? []
         guard (1...3600).contains(httpIdleTimeout) else { throw CLIError("--http-idle-timeout must be 1…3600 seconds") }
-        options.httpIdleTimeoutSeconds = httpIdleTimeout
+        options.httpLimits.idleSeconds = Double(httpIdleTimeout)
+        options.httpLimits.headSeconds = min(options.httpLimits.headSeconds, Double(httpIdleTimeout))
+        guard (1...3600).contains(httpRequestTimeout) else { throw CLIError("--http-request-timeout must be 1…3600 seconds") }
+        options.httpLimits.requestSeconds = Double(httpRequestTimeout)
+        guard (8...1_000_000).contains(httpMaxConnections) else { throw CLIError("--http-max-connections must be 8…1000000") }
+        // Every connection is a descriptor: the soft limit (often 1024) goes up to the hard one, and
+        // the connection budget leaves room for cameras, outputs and files.
+        let descriptors = raiseDescriptorLimit()
+        options.httpLimits.maxConnections = min(httpMaxConnections, max(8, descriptors - 256))
+        options.httpLimits.busyConnections = options.httpLimits.maxConnections / 4
         guard (0...3600).contains(rtspIdleTimeout) else { throw CLIError("--rtsp-idle-timeout must be 0…3600 seconds") }
         guard (0...3600).contains(rtspStallTimeout) else { throw CLIError("--rtsp-stall-timeout must be 0…3600 seconds") }
         options.rtspIdleTimeoutSeconds = rtspIdleTimeout
@@ -207,8 +224,8 @@ struct Run: AsyncParsableCommand {
             throw CLIError("\(error)")
         }
         let app = Application(
-            router: ControlAPI.buildRouter(model: gateway, access: AccessPolicy(token: options.token, allowedHosts: Set(options.allowedHosts))),
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(options.httpIdleTimeoutSeconds)))),
+            router: ControlAPI.buildRouter(model: gateway, access: AccessPolicy(token: options.token, allowedHosts: Set(options.allowedHosts), allowedOrigins: options.allowedOrigins)),
+            server: gateway.httpGuard.http1(),
             configuration: .init(address: .hostname(options.listen, port: options.httpPort), serverName: "livegate"),
             onServerRunning: { _ in oneReady() },
             logger: logger)
@@ -225,6 +242,20 @@ struct Run: AsyncParsableCommand {
             throw error
         }
     }
+}
+
+/// Raises this process's soft descriptor limit to its hard limit (at most 1 048 576); returns the
+/// limit in force.
+func raiseDescriptorLimit() -> Int {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+    let wanted = min(limit.rlim_max, 1_048_576)
+    if limit.rlim_cur < wanted {
+        var raised = limit
+        raised.rlim_cur = wanted
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return Int(wanted) }
+    }
+    return Int(min(limit.rlim_cur, 1_048_576))
 }
 
 func printBanner(_ gateway: Gateway) {

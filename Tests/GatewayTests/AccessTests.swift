@@ -133,6 +133,31 @@ struct AccessControlTests {
         #expect(await curl(["-o", "/dev/null", "-D", "-", base + "/whep/cam0", "-X", "OPTIONS"]).body.contains("Access-Control-Allow-Origin") == false)
         await gw.stop()
     }
+
+    @Test(.enabled(if: livegateBinary() != nil && which("curl") != nil, "needs the livegate binary and curl"))
+    func onlyListedOriginsMayReadAcrossSites() async throws {
+        let gw = try GatewayProcess(["--hls", "--allow-origin", "https://Studio.example/"])
+        #expect(await gw.waitReady(), "\(gw.output)")
+        func allowOrigin(_ headers: String) -> String? {
+            headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix("access-control-allow-origin:") }
+                .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) }
+        }
+        // No wildcard anywhere: a page of any other site reads nothing.
+        for path in ["/snapshot/cam0.jpg", "/api/v1/cameras", "/hls/cam0/index.m3u8"] {
+            let plain = await curl(["-o", "/dev/null", "-D", "-", "-H", "Origin: http://evil.example", gw.api + path])
+            #expect(plain.status != 0 && allowOrigin(plain.body) == nil, "\(path): \(plain.body)")
+        }
+        let listed = await curl(["-o", "/dev/null", "-D", "-", "-H", "Origin: https://studio.example", gw.api + "/api/v1/cameras"])
+        #expect(allowOrigin(listed.body) == "https://studio.example", "\(listed.body)")
+        #expect(listed.body.lowercased().contains("vary: origin"))
+        // A listed origin may read, not change: state changes stay same-origin.
+        let put = await curl(["-X", "PUT", "-H", "Origin: https://studio.example", "-H", "Content-Type: application/json",
+                              "--data", #"{"value": "tungsten"}"#, gw.api + "/api/v1/cameras/cam0/properties/whiteBalance"])
+        #expect(put.status == 403, "\(put)")
+        await gw.stop()
+        let bad = try await runProcessAsync(livegateBinary()!, ["run", "--allow-origin", "https://studio.example/page"], timeout: 20)
+        #expect(bad.status != 0 && bad.output.contains("is not an origin"), "\(bad.output)")
+    }
 }
 
 /// Connects to 127.0.0.1:`port`, sends `bytes` (all at once, or one a second when `trickle`), and
@@ -186,6 +211,15 @@ struct HTTPConnectionLimitTests {
         let lasted = Double(stream.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         #expect(lasted >= 4.5, "the MJPEG stream ended after \(lasted) s")
         #expect(await curl(["\(gw.api)/api/v1/cameras"]).status == 200)
+        // A request line over 80 KiB and garbage get a status, not silence, and are counted.
+        let huge = await curl(["-D", "-", "\(gw.api)/" + String(repeating: "a", count: 100_000)])
+        #expect(huge.status == 431, "\(huge.body.prefix(300))")
+        let metrics = await curl(["\(gw.api)/metrics"]).body
+        let closed = { (reason: String) -> Double in
+            metrics.split(separator: "\n").first { $0.hasPrefix("livegate_http_connections_closed_total{reason=\"\(reason)\"}") }
+                .flatMap { $0.split(separator: " ").last.flatMap { Double($0) } } ?? -1
+        }
+        #expect(closed("head-timeout") >= 3 && closed("bad-request") == 1, "\(metrics.split(separator: "\n").filter { $0.contains("http_conn") })")
         await gw.stop()
     }
 }
