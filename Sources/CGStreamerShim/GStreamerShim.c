@@ -1,5 +1,10 @@
 #include "GStreamerShim.h"
 #include <gst/app/gstappsink.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 static gsize lg_init_done = 0;
 static gboolean lg_init_ok = FALSE;
@@ -217,7 +222,21 @@ GstRTSPServer *lg_rtsp_server_new(const char *address, const char *service) {
     GstRTSPServer *server = gst_rtsp_server_new();
     gst_rtsp_server_set_address(server, address);
     gst_rtsp_server_set_service(server, service);
+    /* The default queue of 5 makes a crowd of viewers connecting at once wait for SYN retries. */
+    gst_rtsp_server_set_backlog(server, 256);
     return server;
+}
+
+int lg_tcp_progress(int fd, guint64 *acked, guint32 *queued) {
+    struct tcp_info info;
+    socklen_t len = sizeof(info);
+    memset(&info, 0, sizeof(info));
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return -1;
+    int outq = 0;
+    if (ioctl(fd, SIOCOUTQ, &outq) != 0) return -1;
+    *acked = info.tcpi_bytes_acked;
+    *queued = (guint32)(outq < 0 ? 0 : outq);
+    return 0;
 }
 
 void lg_rtsp_server_require_credentials(GstRTSPServer *server, const char *user, const char *password) {

@@ -8,8 +8,11 @@ import Logging
 /// runtime's main loop (where gst-rtsp-server handles its clients):
 /// * **idle**: a connection that has set up no session for `idleTimeout` (a client that connected
 ///   and said nothing, or stopped after DESCRIBE);
-/// * **stalled**: a client whose socket has not accepted a byte for `stallTimeout` (it stopped
-///   reading: everything sent to it piles up in the server's per-client backlog).
+/// * **stalled**: a client that has acknowledged no byte for `stallTimeout` while data waits for
+///   it (it stopped reading: everything sent to it piles up in its socket, then in the server's
+///   per-client backlog). Progress is the peer's acknowledged byte count, not the socket's
+///   writability: the kernel grows a send buffer to megabytes, which a low-rate H.264 stream
+///   takes half a minute to fill.
 /// Sessions of UDP clients that stopped sending keep-alives expire through the session pool's own
 /// timeout (60 s), which the watchdog also runs.
 final class RTSPClientWatchdog: Sendable {
@@ -21,7 +24,8 @@ final class RTSPClientWatchdog: Sendable {
     /// One connection as last seen.
     private struct Seen {
         var since: UInt64
-        var lastWritable: UInt64
+        var lastProgress: UInt64
+        var acked: UInt64 = 0
     }
     private struct State {
         var clients: [UInt: Seen] = [:]
@@ -89,12 +93,18 @@ final class RTSPClientWatchdog: Sendable {
                 let client = data.assumingMemoryBound(to: GstRTSPClient.self)
                 let key = UInt(bitPattern: data)
                 present.insert(key)
-                var seen = s.clients[key] ?? Seen(since: now, lastWritable: now)
-                if Self.writable(client) { seen.lastWritable = now }
+                var seen = s.clients[key] ?? Seen(since: now, lastProgress: now)
+                switch Self.progress(client) {
+                case .some(let p):
+                    if p.queued == 0 || p.acked != seen.acked { seen.lastProgress = now }
+                    seen.acked = p.acked
+                case nil:
+                    break  // closed or not TCP: nothing waits for it
+                }
                 s.clients[key] = seen
                 if idleNanos > 0, now &- seen.since > idleNanos, !Self.hasSession(client) {
                     closing.append((client, "idle"))
-                } else if stallNanos > 0, now &- seen.lastWritable > stallNanos {
+                } else if stallNanos > 0, now &- seen.lastProgress > stallNanos {
                     closing.append((client, "stalled"))
                 }
             }
@@ -107,11 +117,15 @@ final class RTSPClientWatchdog: Sendable {
         }
     }
 
-    /// Whether the client's socket accepts bytes now (false once it is closed).
-    private static func writable(_ client: UnsafeMutablePointer<GstRTSPClient>) -> Bool {
+    /// The bytes the client acknowledged so far and those still queued for it (nil when its
+    /// connection is gone).
+    private static func progress(_ client: UnsafeMutablePointer<GstRTSPClient>) -> (acked: UInt64, queued: UInt32)? {
         guard let connection = gst_rtsp_client_get_connection(client),
-              let socket = gst_rtsp_connection_get_write_socket(connection) else { return false }
-        return g_socket_condition_check(socket, G_IO_OUT).rawValue != 0
+              let socket = gst_rtsp_connection_get_write_socket(connection) else { return nil }
+        var acked: guint64 = 0
+        var queued: guint32 = 0
+        guard lg_tcp_progress(g_socket_get_fd(socket), &acked, &queued) == 0 else { return nil }
+        return (UInt64(acked), UInt32(queued))
     }
 
     private static func hasSession(_ client: UnsafeMutablePointer<GstRTSPClient>) -> Bool {

@@ -31,8 +31,8 @@ public final class RTSPOutput: Sendable {
         public var credentials: (user: String, password: String)?
         /// A connection that has set up no session for this long is closed (zero: never).
         public var idleTimeout: Duration = .seconds(30)
-        /// A client whose socket has accepted nothing for this long (it stopped reading) is closed
-        /// (zero: never).
+        /// A client that has acknowledged no byte for this long while data waits for it (it stopped
+        /// reading) is closed (zero: never).
         public var stallTimeout: Duration = .seconds(10)
 
         /// Defaults, with the given address and port.

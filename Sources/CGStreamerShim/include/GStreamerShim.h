@@ -110,6 +110,8 @@ guint lg_rtsp_server_attach(GstRTSPServer *server, GMainContext *context);
 /// Every mount then needs `user` / `password` (Basic or Digest); call before mounting.
 void lg_rtsp_server_require_credentials(GstRTSPServer *server, const char *user, const char *password);
 int lg_rtsp_server_bound_port(GstRTSPServer *server);
+/* A TCP socket's progress: bytes the peer acknowledged so far, bytes still queued to send. 0 or -1. */
+int lg_tcp_progress(int fd, guint64 *acked, guint32 *queued);
 /// Creates a factory (shared or one media per client) for a launch string, connects media-configure, mounts it at `path`.
 GstRTSPMediaFactory *lg_rtsp_mount(GstRTSPServer *server, const char *path, const char *launch,
                                    gboolean shared, lg_media_configure_callback callback, gpointer user,
