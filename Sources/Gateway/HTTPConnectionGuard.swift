@@ -89,11 +89,11 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
     private var inFlight = 0
     /// True between a request's head and its end.
     private var readingRequest = false
-    private var requestStarted = ContinuousClock.now
+    private var requestStarted = NIODeadline.uptimeNanoseconds(0)
     /// Since when the connection waits for a request (meaningful while `inFlight == 0`).
-    private var waitingSince = ContinuousClock.now
+    private var waitingSince = NIODeadline.uptimeNanoseconds(0)
     private var servedAny = false
-    private var unwritableSince: ContinuousClock.Instant?
+    private var unwritableSince: NIODeadline?
     private var tick: Scheduled<Void>?
     private var closing = false
     /// Set when the answer refuses the request's body (413): the connection ends with the answer,
@@ -118,7 +118,7 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
         started = true
         counted = true
         let n = guard_.openCount.wrappingAdd(1, ordering: .relaxed).newValue
-        waitingSince = .now
+        waitingSince = context.eventLoop.now
         if n > guard_.limits.maxConnections {
             refuse(context, status: .serviceUnavailable, reason: .overLimit,
                    message: "too many connections (\(guard_.limits.maxConnections)); try again later")
@@ -149,7 +149,7 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
         case .head:
             inFlight += 1
             readingRequest = true
-            requestStarted = .now
+            requestStarted = context.eventLoop.now
         case .body:
             break
         case .end:
@@ -168,7 +168,7 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
         case .end:
             inFlight = max(0, inFlight - 1)
             servedAny = true
-            if inFlight == 0 { waitingSince = .now }
+            if inFlight == 0 { waitingSince = context.eventLoop.now }
             if closeAfterResponse {
                 closing = true
                 context.writeAndFlush(data).assumeIsolated().whenComplete { result in
@@ -184,7 +184,7 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        unwritableSince = context.channel.isWritable ? nil : (unwritableSince ?? .now)
+        unwritableSince = context.channel.isWritable ? nil : (unwritableSince ?? context.eventLoop.now)
         context.fireChannelWritabilityChanged()
     }
 
@@ -208,17 +208,18 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
     private func check(_ context: ChannelHandlerContext) {
         guard !closing, context.channel.isActive else { return }
         let limits = guard_.limits
-        let now = ContinuousClock.now
+        // The event loop's clock (a test's EmbeddedEventLoop moves it by hand).
+        let now = context.eventLoop.now
+        func over(_ since: NIODeadline, _ seconds: Double) -> Bool { now - since > .nanoseconds(Int64(seconds * 1e9)) }
         var reason: HTTPConnectionGuard.Reason?
-        if let since = unwritableSince, inFlight > 0, now - since > .seconds(limits.stallSeconds) {
+        if let since = unwritableSince, inFlight > 0, over(since, limits.stallSeconds) {
             reason = .stalled
-        } else if readingRequest, now - requestStarted > .seconds(limits.requestSeconds) {
+        } else if readingRequest, over(requestStarted, limits.requestSeconds) {
             reason = .requestTimeout
         } else if inFlight == 0 {
-            let waited = now - waitingSince
-            if guard_.open > limits.busyConnections, waited > .seconds(limits.busyWaitSeconds) {
+            if guard_.open > limits.busyConnections, over(waitingSince, limits.busyWaitSeconds) {
                 reason = .busy
-            } else if waited > .seconds(servedAny ? limits.idleSeconds : limits.headSeconds) {
+            } else if over(waitingSince, servedAny ? limits.idleSeconds : limits.headSeconds) {
                 reason = servedAny ? .idle : .headTimeout
             }
         }
