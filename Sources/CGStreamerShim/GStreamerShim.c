@@ -4,6 +4,8 @@
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <stddef.h>
+#include <string.h>
 #include <sys/socket.h>
 
 static gsize lg_init_done = 0;
@@ -232,6 +234,8 @@ int lg_tcp_progress(int fd, guint64 *acked, guint32 *queued) {
     socklen_t len = sizeof(info);
     memset(&info, 0, sizeof(info));
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return -1;
+    /* Kernels before 4.1 (and some sandboxes) fill in less: no acknowledged count to go by. */
+    if (len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(info.tcpi_bytes_acked)) return -1;
     int outq = 0;
     if (ioctl(fd, SIOCOUTQ, &outq) != 0) return -1;
     *acked = info.tcpi_bytes_acked;

@@ -230,7 +230,7 @@ public enum ControlAPI {
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: WHEPOffer.maxBytes)
-        } catch {
+        } catch is NIOTooManyBytesError {
             throw APIError(.contentTooLarge, "an SDP offer is at most \(WHEPOffer.maxBytes) bytes")
         }
         let offer = String(buffer: body)
@@ -335,7 +335,7 @@ public enum ControlAPI {
         let buf: ByteBuffer
         do {
             buf = try await req.collectBody(upTo: maxBody)
-        } catch {
+        } catch is NIOTooManyBytesError {
             throw APIError(.contentTooLarge, "request body larger than \(maxBody) bytes")
         }
         let data = Data(buf.readableBytesView)

@@ -99,6 +99,13 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
     /// Set when the answer refuses the request's body (413): the connection ends with the answer,
     /// so the client cannot go on sending the body it was refused.
     private var closeAfterResponse = false
+    /// When the sending side was shut (by this watch after a refusal, or by the server after a
+    /// `Connection: close` answer): the client has read everything; what it still sends is
+    /// discarded, and the connection is closed for good `lingerSeconds` later. (Closing at once
+    /// with unread input would make the kernel reset the connection, and the client could lose
+    /// the answer.)
+    private var halfClosedAt: NIODeadline?
+    private static let lingerSeconds = 2.0
 
     init(guard: HTTPConnectionGuard) { guard_ = `guard` }
 
@@ -119,12 +126,11 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
         counted = true
         let n = guard_.openCount.wrappingAdd(1, ordering: .relaxed).newValue
         waitingSince = context.eventLoop.now
+        scheduleTick(context)
         if n > guard_.limits.maxConnections {
             refuse(context, status: .serviceUnavailable, reason: .overLimit,
                    message: "too many connections (\(guard_.limits.maxConnections)); try again later")
-            return
         }
-        scheduleTick(context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) { finish() }
@@ -145,6 +151,8 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Nothing more will be answered: what the client still sends is dropped here.
+        guard !closing, halfClosedAt == nil else { return }
         switch unwrapInboundIn(data) {
         case .head:
             inFlight += 1
@@ -171,10 +179,8 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
             if inFlight == 0 { waitingSince = context.eventLoop.now }
             if closeAfterResponse {
                 closing = true
-                context.writeAndFlush(data).assumeIsolated().whenComplete { result in
-                    promise?.completeWith(result)
-                    context.close(promise: nil)
-                }
+                context.writeAndFlush(data, promise: promise)
+                shutOutput(context)
                 return
             }
         default:
@@ -188,8 +194,28 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelWritabilityChanged()
     }
 
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .output else {
+            context.close(mode: mode, promise: promise)
+            return
+        }
+        shutOutput(context, promise: promise)
+    }
+
+    /// Shuts the sending side once what was written has gone out, and notes when.
+    private func shutOutput(_ context: ChannelHandlerContext, promise: EventLoopPromise<Void>? = nil) {
+        let done = context.eventLoop.makePromise(of: Void.self)
+        done.futureResult.assumeIsolated().whenComplete { [self] result in
+            if case .success = result { halfClosedAt = halfClosedAt ?? context.eventLoop.now }
+            promise?.completeWith(result)
+        }
+        context.close(mode: .output, promise: done)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if error is HTTPParserError, inFlight == 0, !closing {
+        // Ending anyway: the parser's complaints about input after a refusal are nobody's business.
+        if closing || halfClosedAt != nil { return }
+        if error is HTTPParserError, inFlight == 0 {
             let tooLarge = (error as? HTTPParserError) == .headerOverflow
             refuse(context, status: tooLarge ? .init(code: 431) : .badRequest, reason: .badRequest,
                    message: tooLarge ? "the request line or headers are too large (at most 80 KiB)" : "malformed HTTP request")
@@ -206,14 +232,21 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func check(_ context: ChannelHandlerContext) {
-        guard !closing, context.channel.isActive else { return }
+        guard context.channel.isActive else { return }
         let limits = guard_.limits
         // The event loop's clock (a test's EmbeddedEventLoop moves it by hand).
         let now = context.eventLoop.now
         func over(_ since: NIODeadline, _ seconds: Double) -> Bool { now - since > .nanoseconds(Int64(seconds * 1e9)) }
+        if let since = halfClosedAt, over(since, Self.lingerSeconds) {
+            context.close(promise: nil)
+            return
+        }
         var reason: HTTPConnectionGuard.Reason?
-        if let since = unwritableSince, inFlight > 0, over(since, limits.stallSeconds) {
+        if let since = unwritableSince, over(since, limits.stallSeconds) {
+            // Answer bytes wait and the client reads nothing (whether or not a request is open).
             reason = .stalled
+        } else if closing || halfClosedAt != nil {
+            reason = nil  // ending already: the answer is on its way, the linger closes it
         } else if readingRequest, over(requestStarted, limits.requestSeconds) {
             reason = .requestTimeout
         } else if inFlight == 0 {
@@ -232,7 +265,7 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Answers once with a short JSON error, then closes.
+    /// Answers once with a short JSON error, then shuts the sending side (the linger closes the rest).
     private func refuse(_ context: ChannelHandlerContext, status: HTTPResponse.Status, reason: HTTPConnectionGuard.Reason, message: String) {
         closing = true
         guard_.count(reason)
@@ -244,6 +277,7 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
         head.headerFields[.connection] = "close"
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        shutOutput(context)
     }
 }

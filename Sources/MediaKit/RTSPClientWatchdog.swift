@@ -93,13 +93,20 @@ final class RTSPClientWatchdog: Sendable {
                 let client = data.assumingMemoryBound(to: GstRTSPClient.self)
                 let key = UInt(bitPattern: data)
                 present.insert(key)
+                // A client object freed and another allocated at the same address within a second
+                // would inherit the old one's times: each one seen is marked, and an unmarked one is new.
+                let object = UnsafeMutableRawPointer(client).assumingMemoryBound(to: GObject.self)
+                if g_object_get_data(object, Self.markKey) == nil {
+                    g_object_set_data(object, Self.markKey, UnsafeMutableRawPointer(bitPattern: 1))
+                    s.clients[key] = nil
+                }
                 var seen = s.clients[key] ?? Seen(since: now, lastProgress: now)
-                switch Self.progress(client) {
-                case .some(let p):
+                if let p = Self.progress(client) {
                     if p.queued == 0 || p.acked != seen.acked { seen.lastProgress = now }
                     seen.acked = p.acked
-                case nil:
-                    break  // closed or not TCP: nothing waits for it
+                } else if Self.writable(client) {
+                    // No acknowledged count from this kernel: the socket taking bytes is progress.
+                    seen.lastProgress = now
                 }
                 s.clients[key] = seen
                 if idleNanos > 0, now &- seen.since > idleNanos, !Self.hasSession(client) {
@@ -115,6 +122,15 @@ final class RTSPClientWatchdog: Sendable {
             logger.info("RTSP client closed", metadata: ["reason": "\(why)"])
             gst_rtsp_client_close(client)
         }
+    }
+
+    private static let markKey = "livegate-watchdog-seen"
+
+    /// Whether the client's socket accepts bytes now (false once it is closed).
+    private static func writable(_ client: UnsafeMutablePointer<GstRTSPClient>) -> Bool {
+        guard let connection = gst_rtsp_client_get_connection(client),
+              let socket = gst_rtsp_connection_get_write_socket(connection) else { return false }
+        return g_socket_condition_check(socket, G_IO_OUT).rawValue != 0
     }
 
     /// The bytes the client acknowledged so far and those still queued for it (nil when its
