@@ -25,6 +25,11 @@ final class EventStream: Sendable {
         var recent: [(id: Int, text: String)] = []
     }
     private let listeners = Mutex(Listeners())
+    /// Held while events are handed to listeners (`yield`), so that each listener gets them in
+    /// order; never while `listeners` is held. A `yield` may wait for the listening task's own
+    /// lock, under which a cancelled listener ends (`onTermination` → `unsubscribe`, which takes
+    /// `listeners`): yielding under `listeners` deadlocked exactly so.
+    private let delivery = Mutex(())
     /// Events kept for clients that reconnect.
     static let replayLimit = 512
     private let nextID = Atomic<Int>(1)
@@ -46,12 +51,17 @@ final class EventStream: Sendable {
     func subscribe(lastEventID: Int? = nil) -> AsyncStream<String> {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1024))
-        let first = listeners.withLock { l -> Bool in
-            l.subscribers[id] = continuation
-            if let last = lastEventID, last <= l.lastID, last >= (l.recent.first?.id ?? l.lastID + 1) - 1 {
-                for e in l.recent where e.id > last { continuation.yield(e.text) }
+        let first = delivery.withLock { _ -> Bool in
+            let (first, missed) = listeners.withLock { l -> (Bool, [String]) in
+                l.subscribers[id] = continuation
+                var missed: [String] = []
+                if let last = lastEventID, last <= l.lastID, last >= (l.recent.first?.id ?? l.lastID + 1) - 1 {
+                    missed = l.recent.filter { $0.id > last }.map(\.text)
+                }
+                return (l.subscribers.count == 1, missed)
             }
-            return l.subscribers.count == 1
+            for text in missed { continuation.yield(text) }
+            return first
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
         if first {
@@ -71,7 +81,12 @@ final class EventStream: Sendable {
             l.subscribers.removeValue(forKey: id)
             return l.subscribers.isEmpty
         }
-        if last { watcher.withLock { t in t?.cancel(); t = nil } }
+        guard last else { return }
+        let task = watcher.withLock { t -> Task<Void, Never>? in
+            defer { t = nil }
+            return t
+        }
+        task?.cancel()
     }
 
     static func format(_ event: String, _ data: some Encodable) -> String {
@@ -81,12 +96,15 @@ final class EventStream: Sendable {
 
     /// To every listener, with the next id (kept for reconnects).
     private func send(_ text: String) {
-        listeners.withLock { l in
-            l.lastID += 1
-            let t = "id: \(l.lastID)\n" + text
-            l.recent.append((l.lastID, t))
-            if l.recent.count > Self.replayLimit { l.recent.removeFirst(l.recent.count - Self.replayLimit) }
-            for c in l.subscribers.values { c.yield(t) }
+        delivery.withLock { _ in
+            let (t, to) = listeners.withLock { l -> (String, [AsyncStream<String>.Continuation]) in
+                l.lastID += 1
+                let t = "id: \(l.lastID)\n" + text
+                l.recent.append((l.lastID, t))
+                if l.recent.count > Self.replayLimit { l.recent.removeFirst(l.recent.count - Self.replayLimit) }
+                return (t, Array(l.subscribers.values))
+            }
+            for c in to { c.yield(t) }
         }
     }
 
