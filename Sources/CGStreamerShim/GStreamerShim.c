@@ -4,6 +4,7 @@
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -228,6 +229,9 @@ GstRTSPServer *lg_rtsp_server_new(const char *address, const char *service) {
     gst_rtsp_server_set_backlog(server, 256);
     return server;
 }
+
+/* glibc's malloc_trim (malloc.h is not part of Swift's Glibc module). */
+void lg_malloc_trim(void) { malloc_trim(0); }
 
 int lg_tcp_progress(int fd, guint64 *acked, guint32 *queued) {
     struct tcp_info info;

@@ -112,6 +112,8 @@ void lg_rtsp_server_require_credentials(GstRTSPServer *server, const char *user,
 int lg_rtsp_server_bound_port(GstRTSPServer *server);
 /* A TCP socket's progress: bytes the peer acknowledged so far, bytes still queued to send. 0 or -1. */
 int lg_tcp_progress(int fd, guint64 *acked, guint32 *queued);
+/* Gives the heap's free pages back to the system (glibc malloc_trim). */
+void lg_malloc_trim(void);
 /// Creates a factory (shared or one media per client) for a launch string, connects media-configure, mounts it at `path`.
 GstRTSPMediaFactory *lg_rtsp_mount(GstRTSPServer *server, const char *path, const char *launch,
                                    gboolean shared, lg_media_configure_callback callback, gpointer user,

@@ -156,10 +156,19 @@ public final class EncodedBranch: Sendable {
     }
 
     private func stopEncoder() {
-        guard let e = encoder.withLock({ v -> EncoderPipeline? in let o = v; v = nil; return o }) else { return }
+        guard stopEncoderPipeline() else { return }
+        // x264's frames and the pipeline's buffers are freed now: give their pages back to the
+        // system (glibc would keep them in its arenas; each start/stop cycle left megabytes).
+        lg_malloc_trim()
+        logger.info("H.264 encoder stopped", metadata: ["camera": "\(id)"])
+    }
+
+    /// Stops and drops the encoder pipeline; false when none ran.
+    private func stopEncoderPipeline() -> Bool {
+        guard let e = encoder.withLock({ v -> EncoderPipeline? in let o = v; v = nil; return o }) else { return false }
         if let s = e.subscription.withLock({ $0 }) { pictures.unsubscribe(s) }
         e.pipeline.stop()
-        logger.info("H.264 encoder stopped", metadata: ["camera": "\(id)"])
+        return true
     }
 
     /// Fans one encoded buffer out (encoder streaming thread).

@@ -4,10 +4,8 @@ import Testing
 /// 50 RTSP viewers on the H.264 mount plus 5 that stop reading after PLAY
 /// (`Tests/Scripts/rtsp_crowd.py`): the viewers keep the camera's rate in stream time and lose no
 /// packet, the stalled ones are closed within the stall timeout, and once a crowd has gone the
-/// gateway's memory is back near where it was before that crowd came (the first crowd pays for the
-/// encoder's and the allocator's first use, so the second one is measured). Measured: up to about
-/// 5 MiB (anonymous memory) stays per crowd of 55 in some rounds, none in others, and it does not
-/// come back after the sessions' 60 s timeout either; so the bound is 8 MiB, not zero.
+/// gateway's memory is back where it was before that crowd came (within 5 %; the first crowd pays
+/// for the encoder's and the allocator's first use, so the second one is measured).
 @Suite(.serialized) struct RTSPCrowdTests {
     struct Report: Decodable {
         struct Memory: Decodable { var baseline: Int; var peak: Int; var after: Int }
@@ -45,7 +43,7 @@ import Testing
             #expect(c.readers_closed == 0 && c.lost_packets == 0, "round \(round): \(c.readers_closed) viewers closed, \(c.lost_packets) packets lost")
             #expect(c.stalled_closed == c.stalled, "round \(round): \(c.stalled_closed) of \(c.stalled) stalled clients closed")
             if round == 1, let m = c.rss_kib {
-                #expect(m.after <= m.baseline + 8 * 1024, "memory \(m.baseline) → \(m.peak) → \(m.after) KiB")
+                #expect(Double(m.after) <= Double(m.baseline) * 1.05, "memory \(m.baseline) → \(m.peak) → \(m.after) KiB")
             }
             figures.append(String(format: "round %d: slowest %.2f fps, widest gap %.0f ms, all playing after %.1f s, stalled closed %d/%d, RSS %d → %d → %d KiB, gateway CPU %.1f s",
                                   round, c.min_fps_stream, c.max_gap_ms, c.setup_s, c.stalled_closed, c.stalled,
