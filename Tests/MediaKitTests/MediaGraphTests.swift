@@ -82,7 +82,9 @@ extension MediaTests {
                 let packets = p.stdout.split(separator: "\n").map(String.init)
                 try #require(packets.count >= 5, "\(p.stdout) \(p.stderr)")
                 #expect(packets[0].contains("K"), "first packet \(packets[0])")
-                #expect(packets.dropFirst().prefix(7).allSatisfy { !$0.contains("K") }, "a second key frame at the start: \(packets)")
+                // A joiner's key frame is forced only when the 1 s grid's next one is over 0.2 s away
+                // (6 frames at 30 fps), so the grid's may follow from the 7th packet on, by design.
+                #expect(packets.dropFirst().prefix(5).allSatisfy { !$0.contains("K") }, "a second key frame at the start: \(packets)")
             }
             // A GStreamer client: the first buffer is a key frame with a PTS and the stream headers.
             if toolExists(gstLaunch) {
