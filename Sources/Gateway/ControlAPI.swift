@@ -415,9 +415,14 @@ public enum ControlAPI {
     }
 
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: jsonBytes(value)))
+    }
+
+    /// A JSON answer's bytes: the API's encoder (sorted keys), then a newline.
+    static func jsonBytes(_ value: some Encodable) -> ByteBuffer {
         var buf = ByteBuffer(bytes: (try? APIJSON.encoder.encode(value)) ?? Data("{}".utf8))
         buf.writeString("\n")
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buf))
+        return buf
     }
 
     /// Serves `<hlsRoot>/<id>/<file>`; only plain file names of the playlist and its segments. A

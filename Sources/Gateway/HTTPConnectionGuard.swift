@@ -1,3 +1,4 @@
+import GatewayAPI
 import Hummingbird
 public import HummingbirdCore
 import HTTPTypes
@@ -269,8 +270,7 @@ final class HTTPConnectionWatch: ChannelDuplexHandler, RemovableChannelHandler {
     private func refuse(_ context: ChannelHandlerContext, status: HTTPResponse.Status, reason: HTTPConnectionGuard.Reason, message: String) {
         closing = true
         guard_.count(reason)
-        var body = ByteBuffer()
-        body.writeString(#"{"error":"\#(message)"}"#)
+        let body = ControlAPI.jsonBytes(ErrorBody(error: message))
         var head = HTTPResponse(status: status)
         head.headerFields[.contentType] = "application/json"
         head.headerFields[.contentLength] = "\(body.readableBytes)"

@@ -135,18 +135,22 @@ final class RTSPClientWatchdog: Sendable {
 
     private static let markKey = "livegate-watchdog-seen"
 
+    /// The socket the server writes the client's stream to (nil once its connection is gone).
+    private static func writeSocket(_ client: UnsafeMutablePointer<GstRTSPClient>) -> UnsafeMutablePointer<GSocket>? {
+        guard let connection = gst_rtsp_client_get_connection(client) else { return nil }
+        return gst_rtsp_connection_get_write_socket(connection)
+    }
+
     /// Whether the client's socket accepts bytes now (false once it is closed).
     private static func writable(_ client: UnsafeMutablePointer<GstRTSPClient>) -> Bool {
-        guard let connection = gst_rtsp_client_get_connection(client),
-              let socket = gst_rtsp_connection_get_write_socket(connection) else { return false }
+        guard let socket = writeSocket(client) else { return false }
         return g_socket_condition_check(socket, G_IO_OUT).rawValue != 0
     }
 
     /// The bytes the client acknowledged so far and those still queued for it (nil when its
     /// connection is gone).
     private static func progress(_ client: UnsafeMutablePointer<GstRTSPClient>) -> (acked: UInt64, queued: UInt32)? {
-        guard let connection = gst_rtsp_client_get_connection(client),
-              let socket = gst_rtsp_connection_get_write_socket(connection) else { return nil }
+        guard let socket = writeSocket(client) else { return nil }
         var acked: guint64 = 0
         var queued: guint32 = 0
         guard lg_tcp_progress(g_socket_get_fd(socket), &acked, &queued) == 0 else { return nil }

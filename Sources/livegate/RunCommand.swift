@@ -64,7 +64,7 @@ struct Run: AsyncParsableCommand {
     var httpMaxConnections: Int = 1024
     @Option(name: .long, help: ArgumentHelp("Seconds an RTSP connection may go without setting up a session before it is closed (0: never).", visibility: .hidden))
     var rtspIdleTimeout: Int = 30
-    @Option(name: .long, help: ArgumentHelp("Seconds an RTSP client may read nothing (its socket full) before it is closed (0: never).", visibility: .hidden))
+    @Option(name: .long, help: ArgumentHelp("Seconds an RTSP client may acknowledge nothing while data waits for it (it stopped reading) before it is closed (0: never).", visibility: .hidden))
     var rtspStallTimeout: Int = 10
     @Option(name: .long, help: ArgumentHelp("A host name the HTTP server answers for besides IP addresses, localhost and this machine's name (repeatable).", valueName: "NAME"))
     var allowedHost: [String] = []
