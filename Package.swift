@@ -52,6 +52,7 @@ let package = Package(
         .target(
             name: "CameraKit",
             dependencies: ["CameraWire", "LiveViewCore",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -99,3 +99,11 @@ public final class DriverLifecycle: Sendable {
         setState(.stopped)
     }
 }
+
+/// Runs `work` in a task of its own, out of reach of the caller's cancellation: the goodbye a
+/// driver says to its camera (stop the live view) is sent while the driver is being stopped, that
+/// is cancelled, and the HTTP client gives up on a request made from a cancelled task at once.
+/// `work`'s own deadline bounds the wait.
+func uncancelled<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await Task { try await work() }.value
+}

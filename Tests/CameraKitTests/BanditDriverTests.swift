@@ -460,7 +460,7 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        let client = HTTPClient(group: group)
+        let client = CameraHTTP()
         let body = Array(#"{"viewfinder_active": true, "viewfinder_streaming_port": \#(udp.localAddress!.port!)}"#.utf8)
         let r = try await client.request("POST", HTTPURL(host: "127.0.0.1", port: port, target: "/api/2/viewfinder"),
                                          headers: [("Content-Type", "application/json")], body: body)

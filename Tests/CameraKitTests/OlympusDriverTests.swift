@@ -164,7 +164,7 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         let group = MultiThreadedEventLoopGroup.singleton
         let emulator = try OlympusEmulator(group: group)
         let port = try await emulator.start()
-        let http = HTTPClient(group: group)
+        let http = CameraHTTP()
         func url(_ t: String) -> HTTPURL { HTTPURL(host: "127.0.0.1", port: port, target: t) }
         let ua = [("User-Agent", "OI.Share v2")]
         #expect(try await http.request("GET", url("/get_caminfo.cgi")).status == 403)
@@ -181,7 +181,9 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         #expect(emulator.cameraMode == "rec")
         // set_camprop: Content-Length mandatory, known property, value in the enum, not read-only.
         let body = Array(OlympusXML.setBody("20").utf8)
-        #expect(try await http.request("POST", url("/set_camprop.cgi?com=set&propname=wbvalue"), headers: ua).status == 411)
+        // (Sent by hand: an HTTP client adds `Content-Length: 0` to a POST without a body.)
+        #expect(rawStatus(port: port, "POST /set_camprop.cgi?com=set&propname=wbvalue HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "User-Agent: OI.Share v2\r\nConnection: close\r\n\r\n") == 411)
         #expect(try await http.request("POST", url("/set_camprop.cgi?com=set&propname=nosuch"), headers: ua, body: body).status == 400)
         #expect(try await http.request("POST", url("/set_camprop.cgi?com=set&propname=touchactiveframe"), headers: ua, body: body).status == 520)
         #expect(try await http.request("POST", url("/set_camprop.cgi?com=set&propname=wbvalue"), headers: ua,
@@ -439,4 +441,29 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         #expect(c.readsAsClock)
         #expect(c.pts(frameNumber: 180_000) == 1_000_000_000)
     }
+}
+
+/// The status code of the answer to `request`, written as it is to a new loopback connection
+/// (nil when none came within 5 s).
+func rawStatus(port: Int, _ request: String) -> Int? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return nil }
+    let bytes = Array(request.utf8)
+    guard send(fd, bytes, bytes.count, 0) == bytes.count else { return nil }
+    var reply = [UInt8](repeating: 0, count: 256)
+    let n = recv(fd, &reply, reply.count, 0)
+    guard n > 12 else { return nil }
+    // "HTTP/1.1 411 …"
+    return Int(String(decoding: reply[9..<12], as: UTF8.self))
 }

@@ -135,7 +135,7 @@ struct PanasonicSetup {
         let port = try await emulator.start()
         let receiver = try PanasonicUDPCounter()
         defer { receiver.close() }
-        let http = HTTPClient(group: group)
+        let http = CameraHTTP()
         for q in ["mode=camcmd&value=recmode", "mode=startstream&value=\(receiver.port)"] {
             let r = try await http.request("GET", HTTPURL(host: "127.0.0.1", port: port, target: "/cam.cgi?\(q)"))
             #expect(PanasonicReply(body: r.body).isOK)

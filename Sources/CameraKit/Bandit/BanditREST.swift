@@ -6,13 +6,13 @@ public import NIOCore
 /// `/api/<version>/`. Bodies are JSON with `Content-Type: application/json`; success is HTTP 200.
 public final class BanditREST: Sendable {
     public let endpoint: BanditEndpoint
-    let client: HTTPClient
+    let client: CameraHTTP
     private let versionBox = Mutex<String?>(nil)
     private let log = Mutex<[(method: String, path: String)]>([])
 
     public init(endpoint: BanditEndpoint, group: any EventLoopGroup) {
         self.endpoint = endpoint
-        self.client = HTTPClient(group: group)
+        self.client = CameraHTTP()
     }
 
     /// The API version the camera reported (nil before the first discovery).

@@ -95,7 +95,7 @@ public struct SSDPDiscovery: Sendable {
             order.append(loc)
             if order.count >= maxDevices { break }
         }
-        let http = HTTPClient(group: group)
+        let http = CameraHTTP()
         var out: [DiscoveredDevice] = []
         for loc in order {
             let reply = seen[loc]!

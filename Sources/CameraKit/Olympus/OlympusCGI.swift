@@ -26,12 +26,13 @@ public struct OlympusCGI: Sendable {
     public static let userAgent = "OI.Share v2"
 
     public let endpoint: OlympusEndpoint
-    let http: HTTPClient
+    let http: CameraHTTP
     public let timeout: TimeAmount
 
     public init(endpoint: OlympusEndpoint, group: any EventLoopGroup, timeout: TimeAmount = .seconds(5)) {
         self.endpoint = endpoint
-        self.http = HTTPClient(group: group)
+        // Card listings (get_imglist.cgi, ~60 bytes a file) are the largest replies.
+        self.http = CameraHTTP(maxBodyBytes: 4 * 1024 * 1024)
         self.timeout = timeout
     }
 

@@ -35,7 +35,7 @@ public struct PanasonicTiming: Sendable {
 /// header, and maps error replies to `CameraControlError`.
 public final class PanasonicCamCGI: Sendable {
     public let endpoint: PanasonicEndpoint
-    let http: HTTPClient
+    let http: CameraHTTP
     let logger: Logger
     /// The id sent as `req_acc` `value` / `req_acc_e` UDN (a stable UUID derived from the client name).
     public let clientID: String
@@ -58,7 +58,7 @@ public final class PanasonicCamCGI: Sendable {
                 logger: Logger) {
         self.endpoint = endpoint
         self.timing = timing
-        self.http = HTTPClient(group: group)
+        self.http = CameraHTTP()
         self.logger = logger
         self.clientID = Self.uuid(from: endpoint.clientName)
     }
@@ -146,7 +146,7 @@ public final class PanasonicCamCGI: Sendable {
         let response: HTTPResponse
         do {
             response = try await http.request("GET", url, headers: headers, timeout: timeout ?? requestTimeout)
-        } catch let e as HTTPClientError {
+        } catch let e as CameraHTTPError {
             throw CameraControlError.unavailable("\(endpoint): \(e)")
         }
         guard response.status == 200 else {

@@ -40,7 +40,7 @@ public final class SonyDriver: CameraDriver, Sendable {
     public func stop() async {
         channelBox.withLock { $0 }?.close(promise: nil)
         await lifecycle.stop()
-        _ = try? await rpc.call("stopLiveview", timeout: .seconds(2))
+        _ = try? await uncancelled { [rpc] in try await rpc.call("stopLiveview", timeout: .seconds(2)).count }
     }
 
     /// One session: set up the liveview and read it until it stops.
@@ -136,8 +136,8 @@ public final class SonyDriver: CameraDriver, Sendable {
         return on
     }
 
-    var stillClient: HTTPClient {
-        var c = HTTPClient(group: group)
+    var stillClient: CameraHTTP {
+        var c = CameraHTTP()
         c.maxBodyBytes = SonyStills.maxImageBytes
         return c
     }

@@ -6,7 +6,7 @@ public import NIOCore
 /// `{"method", "params", "id", "version"}`, answered by `{"result": [...]}` or `{"error": [code, msg]}`.
 public final class SonyRPC: Sendable {
     public let endpoint: HTTPURL
-    private let client: HTTPClient
+    private let client: CameraHTTP
     private let nextID = Mutex(1)
     private let callLog = Mutex<[String]>([])
 
@@ -16,7 +16,7 @@ public final class SonyRPC: Sendable {
 
     public init(endpoint: HTTPURL, group: any EventLoopGroup) {
         self.endpoint = endpoint
-        var client = HTTPClient(group: group)
+        var client = CameraHTTP()
         client.maxBodyBytes = Self.maxReplyBytes
         self.client = client
     }

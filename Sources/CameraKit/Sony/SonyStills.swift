@@ -29,7 +29,7 @@ final class SonyStills: Sendable {
     }
 
     /// GET with retries; throws the last error.
-    static func fetch(_ url: String, client: HTTPClient) async throws -> [UInt8] {
+    static func fetch(_ url: String, client: CameraHTTP) async throws -> [UInt8] {
         guard let target = HTTPURL(url) else { throw CameraControlError.camera(code: 6, message: "unusable postview URL \(url)") }
         return try await retrying {
             let r = try await client.request("GET", target, timeout: .seconds(60))
@@ -41,7 +41,7 @@ final class SonyStills: Sendable {
     }
 
     /// A capture of livegate's own: the shot, then its pictures.
-    func capture(rpc: SonyRPC, client: HTTPClient, autofocus: Bool) async throws -> [CameraImage] {
+    func capture(rpc: SonyRPC, client: CameraHTTP, autofocus: Bool) async throws -> [CameraImage] {
         state.withLock { $0.capturing += 1 }
         defer { finishCapture(client: client) }
         // Half-press first when asked (bodies without it answer 12 "No Such Method": shoot anyway).
@@ -85,7 +85,7 @@ final class SonyStills: Sendable {
         return images
     }
 
-    private func finishCapture(client: HTTPClient) {
+    private func finishCapture(client: CameraHTTP) {
         let waiting = state.withLock { s -> [String] in
             s.capturing -= 1
             guard s.capturing == 0 else { return [] }
@@ -96,7 +96,7 @@ final class SonyStills: Sendable {
     }
 
     /// URLs from getEvent: fetched and handed to the sink, each once.
-    func announced(_ urls: [String], client: HTTPClient) async {
+    func announced(_ urls: [String], client: CameraHTTP) async {
         let (sink, now) = state.withLock { s -> (CameraImageSink?, [String]) in
             if s.capturing > 0 {
                 s.deferred.append(contentsOf: urls)
