@@ -33,7 +33,6 @@ import argparse
 import errno
 import json
 import multiprocessing
-import os
 import re
 import resource
 import select
@@ -44,6 +43,8 @@ import sys
 import threading
 import time
 from urllib.parse import urlparse
+
+import lgtest
 
 API = "/api/v1/cameras"
 PROPERTY = "/api/v1/cameras/cam0/properties/iso"
@@ -67,36 +68,6 @@ def raise_fd_limit():
 
 # ---------------------------------------------------------------- the gateway process
 
-def proc_fds(pid):
-    try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return None
-
-
-def proc_rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def proc_nofile(pid):
-    try:
-        with open(f"/proc/{pid}/limits") as f:
-            for line in f:
-                if line.startswith("Max open files"):
-                    parts = line.split()
-                    return {"soft": parts[3], "hard": parts[4]}
-    except OSError:
-        pass
-    return None
-
-
 class Sampler(threading.Thread):
     """Samples the gateway's descriptors and RSS every `period` seconds."""
 
@@ -109,7 +80,7 @@ class Sampler(threading.Thread):
         self.baseline = self.sample() if pid else None
 
     def sample(self):
-        return (round(time.monotonic() - self.t0, 2), proc_fds(self.pid), proc_rss_kib(self.pid))
+        return (round(time.monotonic() - self.t0, 2), lgtest.open_fds(self.pid), lgtest.rss_kib(self.pid))
 
     def run(self):
         while not self.stop_event.wait(self.period):
@@ -280,51 +251,29 @@ class RTSPWatch(threading.Thread):
 
     def request(self, s, method, target, extra=""):
         self.cseq += 1
-        auth = ""
-        if self.token:
-            import base64
-            auth = "Authorization: Basic " + base64.b64encode(f"livegate:{self.token}".encode()).decode() + "\r\n"
-        s.sendall(f"{method} {target} RTSP/1.0\r\nCSeq: {self.cseq}\r\n{auth}{extra}\r\n".encode())
+        auth = lgtest.basic_auth("livegate", self.token) if self.token else ""
+        s.sendall(lgtest.request_bytes(method, target, self.cseq, auth + extra))
 
     def read_reply(self, s, buf):
-        while b"\r\n\r\n" not in buf:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise ConnectionError("RTSP connection closed")
-            buf += chunk
-        head, _, rest = buf.partition(b"\r\n\r\n")
-        text = head.decode("latin-1")
-        length = 0
-        for line in text.split("\r\n"):
-            if line.lower().startswith("content-length:"):
-                length = int(line.split(":", 1)[1])
-        while len(rest) < length:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise ConnectionError("RTSP connection closed")
-            rest += chunk
-        status = int(text.split(" ", 2)[1])
+        status, headers, first, body, rest = lgtest.read_reply(s, buf)
         if status != 200:
-            raise RuntimeError(f"RTSP {text.splitlines()[0]}")
-        return text, rest[:length].decode("latin-1"), rest[length:]
+            raise RuntimeError(f"RTSP {first}")
+        return headers, body.decode("latin-1"), rest
 
     def run(self):
         try:
             u = urlparse(self.url)
             s = socket.create_connection((u.hostname, u.port or 554), timeout=10)
-            self.request(s, "DESCRIBE", self.url, "Accept: application/sdp\r\n")
+            self.request(s, "DESCRIBE", self.url, lgtest.ACCEPT_SDP)
             _, sdp, buf = self.read_reply(s, b"")
             base = self.url.rstrip("/") + "/"
             for line in sdp.splitlines():
                 if line.startswith("Content-Base:"):
                     base = line.split(":", 1)[1].strip()
-            controls = [l.split(":", 1)[1].strip() for l in sdp.splitlines() if l.startswith("a=control:")]
-            controls = [c for c in controls if c != "*"] or ["stream=0"]
-            track = controls[0] if controls[0].startswith("rtsp://") else base.rstrip("/") + "/" + controls[0]
-            self.request(s, "SETUP", track, "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n")
-            head, _, buf = self.read_reply(s, buf)
-            session = next(l.split(":", 1)[1].strip().split(";")[0] for l in head.split("\r\n")
-                           if l.lower().startswith("session:"))
+            controls = [c for c in lgtest.sdp_controls(sdp) if c != "*"] or ["stream=0"]
+            self.request(s, "SETUP", lgtest.track_url(base, controls[0]), lgtest.TCP_INTERLEAVED)
+            headers, _, buf = self.read_reply(s, buf)
+            session = lgtest.session_id(headers["session"])
             self.request(s, "PLAY", self.url, f"Session: {session}\r\n")
             _, _, buf = self.read_reply(s, buf)
             s.settimeout(1.0)
@@ -977,14 +926,14 @@ def main():
         target.connect(timeout=5).close()
     except OSError as e:
         fail(f"cannot connect to {a.target}: {e}")
-    if a.pid and proc_fds(a.pid) is None:
+    if a.pid and lgtest.open_fds(a.pid) is None:
         fail(f"cannot read /proc/{a.pid}/fd (no such process, or not allowed)")
     watch = None
     if a.rtsp:
         watch = RTSPWatch(a.rtsp, a.token)
         watch.start()
         time.sleep(a.rtsp_warmup)
-    BASELINE = (0.0, proc_fds(a.pid), proc_rss_kib(a.pid)) if a.pid else None
+    BASELINE = (0.0, lgtest.open_fds(a.pid), lgtest.rss_kib(a.pid)) if a.pid else None
     if a.mode in ("idle", "slowloris", "slowbody"):
         n, seconds = int(a.args[0]), a.args[1]
         report, t0, t1 = hold_connections(target, n, seconds, a.pid, a.mode, a.interval, a.trickle)
@@ -1004,7 +953,7 @@ def main():
         report["rtsp"] = watch.report(t0, t1)
         watch.stop()
     out = {"mode": a.mode, "target": a.target, "pid": a.pid, **report,
-           "gateway_nofile": proc_nofile(a.pid) if a.pid else None,
+           "gateway_nofile": lgtest.nofile_limit(a.pid) if a.pid else None,
            "client_nofile": {"soft": limit[0], "hard": limit[1]}}
     print(json.dumps(out, indent=1 if a.pretty else None))
     return 0

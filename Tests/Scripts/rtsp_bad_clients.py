@@ -12,43 +12,33 @@ import sys
 import time
 from urllib.parse import urlparse
 
+import lgtest
+
 url, stalled_n, idle_n, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 u = urlparse(url)
 host, port = u.hostname, u.port or 554
 
 
 def request(sock, method, target, cseq, extra=""):
-    sock.sendall(f"{method} {target} RTSP/1.0\r\nCSeq: {cseq}\r\n{extra}\r\n".encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = sock.recv(1)
-        if not chunk:
-            raise RuntimeError(f"{method}: connection closed")
-        head += chunk
-    text = head.decode(errors="replace")
-    length = 0
-    for line in text.split("\r\n"):
-        if line.lower().startswith("content-length:"):
-            length = int(line.split(":", 1)[1])
-    body = b""
-    while len(body) < length:
-        body += sock.recv(length - len(body))
-    status = int(text.split(" ", 2)[1])
+    sock.sendall(lgtest.request_bytes(method, target, cseq, extra))
+    try:
+        status, headers, first, body, _ = lgtest.read_reply(sock)
+    except ConnectionError:
+        raise RuntimeError(f"{method}: connection closed") from None
     if status != 200:
-        raise RuntimeError(f"{method}: {text.splitlines()[0]}")
-    return text, body.decode(errors="replace")
+        raise RuntimeError(f"{method}: {first}")
+    return headers, body.decode(errors="replace")
 
 
 def stalled_client():
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect((host, port))
-    _, sdp = request(s, "DESCRIBE", url, 1, "Accept: application/sdp\r\n")
-    control = next((l.split(":", 1)[1].strip() for l in sdp.splitlines() if l.startswith("a=control:") and "stream" in l), "stream=0")
-    track = control if control.startswith("rtsp://") else url.rstrip("/") + "/" + control
-    head, _ = request(s, "SETUP", track, 2, "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n")
-    session = next(l.split(":", 1)[1].strip().split(";")[0] for l in head.split("\r\n") if l.lower().startswith("session:"))
-    s.sendall(f"PLAY {url} RTSP/1.0\r\nCSeq: 3\r\nSession: {session}\r\n\r\n".encode())
+    _, sdp = request(s, "DESCRIBE", url, 1, lgtest.ACCEPT_SDP)
+    control = next((c for c in lgtest.sdp_controls(sdp) if "stream" in c), "stream=0")
+    headers, _ = request(s, "SETUP", lgtest.track_url(url, control), 2, lgtest.TCP_INTERLEAVED)
+    session = lgtest.session_id(headers["session"])
+    s.sendall(lgtest.request_bytes("PLAY", url, 3, f"Session: {session}\r\n"))
     return s  # never read again
 
 

@@ -36,7 +36,6 @@ Prints one JSON object on stdout and exits 0; exits 1 (message on stderr) when a
 set up (refused, a non-200 reply, or not playing within --setup-timeout, default 20 s).
 """
 import argparse
-import base64
 import json
 import os
 import resource
@@ -46,6 +45,8 @@ import struct
 import sys
 import time
 from urllib.parse import urljoin, urlparse, urlunparse
+
+import lgtest
 
 DRAIN_SILENCE = 2.0       # a stalled client silent this long is still open
 DRAIN_LIMIT = 10.0        # a stalled client still streaming after this long was not closed
@@ -71,32 +72,6 @@ def parse_args():
     return p.parse_args()
 
 
-# ---------------------------------------------------------------- /proc sampling
-
-def memory_kib(pid):
-    """(VmRSS, RssAnon) of pid in KiB, or None when it cannot be read."""
-    rss = anon = None
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    rss = int(line.split()[1])
-                elif line.startswith("RssAnon:"):
-                    anon = int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None if rss is None else (rss, anon)
-
-
-def cpu_seconds(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 # ---------------------------------------------------------------- RTSP
 
 class Target:
@@ -115,26 +90,7 @@ class Target:
         self.url = urlunparse(u._replace(netloc=netloc))
         self.auth = ""
         if u.username is not None:
-            token = base64.b64encode(f"{u.username}:{u.password or ''}".encode()).decode()
-            self.auth = f"Authorization: Basic {token}\r\n"
-
-
-def parse_head(raw):
-    """(status, {lower-case header: value}) of an RTSP response head (without the blank line)."""
-    lines = raw.decode("utf-8", "replace").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("RTSP/"):
-        return None, {}, lines[0]
-    try:
-        status = int(parts[1])
-    except ValueError:
-        return None, {}, lines[0]
-    headers = {}
-    for line in lines[1:]:
-        if ":" in line:
-            k, v = line.split(":", 1)
-            headers[k.strip().lower()] = v.strip()
-    return status, headers, lines[0]
+            self.auth = lgtest.basic_auth(u.username, u.password or "")
 
 
 def parse_sdp(sdp, base):
@@ -225,8 +181,8 @@ class Client:
     def request(self, method, target, extra=""):
         self.cseq += 1
         session = f"Session: {self.session}\r\n" if self.session else ""
-        msg = f"{method} {target} RTSP/1.0\r\nCSeq: {self.cseq}\r\n{session}{self.target.auth}User-Agent: rtsp_crowd\r\n{extra}\r\n"
-        self.sock.sendall(msg.encode())  # small, fits the socket buffer
+        headers = f"{session}{self.target.auth}User-Agent: rtsp_crowd\r\n{extra}"
+        self.sock.sendall(lgtest.request_bytes(method, target, self.cseq, headers))  # small, fits the socket buffer
         return self.cseq
 
     def on_connected(self):
@@ -234,7 +190,7 @@ class Client:
         if err:
             raise SetupError(f"client {self.index}: connect to {self.target.host}:{self.target.port}: {os.strerror(err)}")
         self.t_connected = time.monotonic()
-        self.request("DESCRIBE", self.target.url, "Accept: application/sdp\r\n")
+        self.request("DESCRIBE", self.target.url, lgtest.ACCEPT_SDP)
         self.state = "describe"
 
     def fail(self, what, status_line):
@@ -250,7 +206,7 @@ class Client:
                 if len(self.rx) > 65536:
                     self.fail(self.state.upper(), "reply head too long")
                 return
-            status, headers, first = parse_head(bytes(self.rx[:end]))
+            status, headers, first = lgtest.parse_head(bytes(self.rx[:end]))
             length = int(headers.get("content-length", "0") or 0)
             if len(self.rx) < end + 4 + length:
                 return
@@ -267,7 +223,7 @@ class Client:
                 track, aggregate, self.clock = parse_sdp(body.decode("utf-8", "replace"), base)
                 if aggregate:
                     self.aggregate = aggregate
-                self.request("SETUP", track, "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n")
+                self.request("SETUP", track, lgtest.TCP_INTERLEAVED)
                 self.state = "setup"
             else:
                 session = headers.get("session")
@@ -297,7 +253,7 @@ class Client:
         self.tail = bytes(buf[used:])
 
     def on_text(self, head, body_len):
-        status, headers, first = parse_head(head)
+        status, headers, first = lgtest.parse_head(head)
         if status is None:
             return  # a request from the server: skipped
         if not self.playing and headers.get("cseq") == str(self.play_cseq):
@@ -425,7 +381,7 @@ class Run:
 
     def sample(self):
         if self.args.pid:
-            m = memory_kib(self.args.pid)
+            m = lgtest.memory_kib(self.args.pid)
             if m is None:
                 return
             for d, v in zip((self.rss, self.anon), m):
@@ -532,12 +488,12 @@ class Run:
     def run(self):
         a = self.args
         if a.pid:
-            m = memory_kib(a.pid)
+            m = lgtest.memory_kib(a.pid)
             if m is None:
                 raise SetupError(f"no VmRSS for pid {a.pid} (is it running?)")
             self.rss["baseline"], self.anon["baseline"] = m
             self.rss["peak"], self.anon["peak"] = m
-            cpu0 = cpu_seconds(a.pid)
+            cpu0 = lgtest.cpu_seconds(a.pid)
         started = time.monotonic()
         for i in range(a.readers + a.stalled):
             c = Client(i, i >= a.readers, self.target, self)
@@ -599,9 +555,9 @@ class Run:
             c.sock.close()
         if a.pid:
             time.sleep(a.settle)
-            m = memory_kib(a.pid) or (None, None)
+            m = lgtest.memory_kib(a.pid) or (None, None)
             self.rss["after"], self.anon["after"] = m
-            cpu1 = cpu_seconds(a.pid)
+            cpu1 = lgtest.cpu_seconds(a.pid)
 
         readers = [c.report() for c in self.readers]
 
