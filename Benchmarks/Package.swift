@@ -13,7 +13,7 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         // `traits` turns on the malloc interposer that counts allocations (mallocCountTotal).
-        .package(url: "https://github.com/ordo-one/package-benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
@@ -49,7 +49,7 @@ let package = Package(
             name: "HotPath",
             dependencies: [
                 "BenchSupport", "BenchGst",
-                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "LiveViewCore", package: main),
                 .product(name: "CameraWire", package: main),
                 .product(name: "CameraKit", package: main),
@@ -57,15 +57,15 @@ let package = Package(
                 .product(name: "JPEGKit", package: main),
             ],
             path: "Benchmarks/HotPath",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
         .executableTarget(
             name: "Parsers",
             dependencies: [
                 "BenchSupport",
-                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "CameraWire", package: main),
             ],
             path: "Benchmarks/Parsers",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
     ]
 )

@@ -36,8 +36,8 @@ public final class SonyIngest {
             switch ev {
             case .frame(let wf):
                 if parseOnly { blackHole(wf.jpeg.count) } else { publisher.publish(wf) }
-            case .issue:
-                stats.dropped()
+            case .issue(let issue):
+                stats.dropped(issue)
             }
         }
         return n
