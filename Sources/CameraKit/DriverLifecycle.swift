@@ -18,12 +18,16 @@ public final class DriverLifecycle: Sendable {
     let stats: DriverStats
     /// Largest pause between reconnect attempts.
     public let maxBackoff: Duration
+    /// What the back-off pauses sleep on (a test's manual clock in the unit tests).
+    let clock: any Clock<Duration>
 
-    public init(name: String, logger: Logger, stats: DriverStats, maxBackoff: Duration = .seconds(2)) {
+    public init(name: String, logger: Logger, stats: DriverStats, maxBackoff: Duration = .seconds(2),
+                clock: any Clock<Duration> = ContinuousClock()) {
         self.name = name
         self.logger = logger
         self.stats = stats
         self.maxBackoff = maxBackoff
+        self.clock = clock
     }
 
     public var state: CameraState { stateBox.withLock { $0 } }
@@ -66,7 +70,7 @@ public final class DriverLifecycle: Sendable {
                 do {
                     try await session()
                     backoff = .milliseconds(250)
-                } catch is CancellationError {
+                } catch is CancellationError where Task.isCancelled {
                     break
                 } catch let e as any FatalDriverError {
                     lastErrorBox.withLock { $0 = e.description }
@@ -80,7 +84,7 @@ public final class DriverLifecycle: Sendable {
                 afterSession()
                 if Task.isCancelled { break }
                 setState(.reconnecting)
-                try? await Task.sleep(for: backoff)
+                try? await clock.sleep(for: backoff)
                 backoff = min(backoff * 2, maxBackoff)
             }
         }
@@ -98,12 +102,4 @@ public final class DriverLifecycle: Sendable {
         await t?.value
         setState(.stopped)
     }
-}
-
-/// Runs `work` in a task of its own, out of reach of the caller's cancellation: the goodbye a
-/// driver says to its camera (stop the live view) is sent while the driver is being stopped, that
-/// is cancelled, and the HTTP client gives up on a request made from a cancelled task at once.
-/// `work`'s own deadline bounds the wait.
-func uncancelled<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await Task { try await work() }.value
 }

@@ -112,7 +112,7 @@ public final class BanditDriver: CameraDriver, Sendable {
         await lifecycle.stop()
         if wasRunning {
             // Best effort: the camera streams only to one client at a time.
-            _ = try? await uncancelled { [rest] in _ = try await rest.call("POST", "viewfinder", body: ["viewfinder_active": false], timeout: .seconds(1)) }
+            _ = try? await rest.call("POST", "viewfinder", body: ["viewfinder_active": false], timeout: .seconds(1))
         }
     }
 
@@ -172,7 +172,7 @@ public final class BanditDriver: CameraDriver, Sendable {
             try await watch(udp: udp, backchannel: backchannel, port: port)
         } catch let error where !(error is CancellationError) && !Task.isCancelled {
             // Best effort: tell the camera to stop streaming to a socket that is going away.
-            _ = try? await uncancelled { [rest] in _ = try await rest.call("POST", "viewfinder", body: ["viewfinder_active": false], timeout: .seconds(1)) }
+            _ = try? await rest.call("POST", "viewfinder", body: ["viewfinder_active": false], timeout: .seconds(1))
             throw error
         }
     }

@@ -50,6 +50,9 @@ public struct CameraHTTP: Sendable {
         // A refused or failed connect is reported at once: the drivers reconnect with their own
         // back-off and show why (the client would otherwise retry until the deadline).
         configuration.connectionPool.retryConnectionEstablishment = false
+        // Connections are not kept (one request each); the pool's limit only queues requests, and a
+        // control request must not wait behind card downloads to the same camera.
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
         return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
     }()
 
@@ -62,21 +65,53 @@ public struct CameraHTTP: Sendable {
     }
 
     /// Sends one request and returns the whole response, or throws `CameraHTTPError`.
+    ///
+    /// The exchange runs to its answer or its deadline even when the calling task is cancelled:
+    /// a camera has usually acted on a request once it is sent (started its stream, taken the
+    /// picture), and the drivers' goodbyes and hand-overs are made while they are being stopped.
+    /// `timeout` bounds the whole exchange, the body included.
     public func request(
         _ method: String, _ url: HTTPURL, headers: [(String, String)] = [], body: [UInt8]? = nil,
         timeout: TimeAmount = .seconds(5)
     ) async throws -> HTTPResponse {
         var r = Self.prepare(method, url, headers)
         if let body { r.body = .bytes(ByteBuffer(bytes: body)) }
+        let request = r
+        let limit = maxBodyBytes
         let what = "\(method) \(url)"
+        let exchange = Task {
+            try await withThrowingTaskGroup(of: HTTPResponse.self) { group in
+                group.addTask { try await Self.exchange(request, url: url, deadline: .now() + timeout, limit: limit) }
+                group.addTask {
+                    try await Task.sleep(for: .nanoseconds(timeout.nanoseconds))
+                    throw CameraHTTPError.timedOut(what)
+                }
+                // The first to finish wins; the other is cancelled (a late body: its connection closed).
+                defer { group.cancelAll() }
+                return try await group.next()!
+            }
+        }
+        return try await exchange.value
+    }
+
+    private static func exchange(_ request: HTTPClientRequest, url: HTTPURL, deadline: NIODeadline,
+                                 limit: Int) async throws -> HTTPResponse {
+        let what = "\(request.method.rawValue) \(url)"
+        let response: HTTPClientResponse
         do {
-            let response = try await Self.client.execute(r, deadline: .now() + timeout)
-            let bytes = try await response.body.collect(upTo: maxBodyBytes)
+            response = try await client.execute(request, deadline: deadline)
+        } catch {
+            throw describe(error, what, url: url)
+        }
+        do {
+            let bytes = try await response.body.collect(upTo: limit)
             return HTTPResponse(status: Int(response.status.code),
                                 headers: response.headers.map { ($0.name, $0.value) },
                                 body: Array(bytes.readableBytesView))
+        } catch is NIOTooManyBytesError {
+            throw CameraHTTPError.badResponse("body larger than \(limit) bytes")
         } catch {
-            throw Self.describe(error, what, url: url, limit: maxBodyBytes)
+            throw describeBody(error)
         }
     }
 
@@ -88,33 +123,45 @@ public struct CameraHTTP: Sendable {
                        body: (ByteBuffer) async throws -> Void) async throws {
         let response: HTTPClientResponse
         do {
-            response = try await Self.client.execute(Self.prepare("GET", url, headers), timeout: .hours(24))
+            response = try await Self.client.execute(Self.prepare("GET", url, headers), timeout: .seconds(30))
         } catch {
-            throw Self.describe(error, "GET \(url)", url: url, limit: 0)
+            throw Self.describe(error, "GET \(url)", url: url)
         }
         try await head(Int(response.status.code), response.headers.map { ($0.name, $0.value) })
-        do {
-            for try await piece in response.body { try await body(piece) }
-        } catch let e as HTTPClientError {
-            throw Self.describe(e, "GET \(url)", url: url, limit: 0)
+        var pieces = response.body.makeAsyncIterator()
+        while true {
+            let piece: ByteBuffer?
+            do { piece = try await pieces.next() } catch { throw Self.describeBody(error) }
+            guard let piece else { return }
+            try await body(piece)
         }
     }
 
-    private static func describe(_ error: any Error, _ what: String, url: HTTPURL, limit: Int) -> any Error {
+    /// An error before the response head: connecting, sending, waiting.
+    private static func describe(_ error: any Error, _ what: String, url: HTTPURL) -> any Error {
         if error is CameraHTTPError || error is CancellationError { return error }
-        if error is NIOTooManyBytesError { return CameraHTTPError.badResponse("body larger than \(limit) bytes") }
         if let e = error as? HTTPClientError {
             switch e {
             case .deadlineExceeded, .readTimeout, .writeTimeout: return CameraHTTPError.timedOut(what)
             case .connectTimeout: return CameraHTTPError.connectFailed("\(url.host):\(url.port): timed out")
             case .remoteConnectionClosed: return CameraHTTPError.closed
             case .cancelled: return CancellationError()
-            default: break
+            default: return CameraHTTPError.badResponse("\(e)")
             }
         }
         if error is NIOConnectionError || error is IOError || error is ChannelError {
             return CameraHTTPError.connectFailed("\(url.host):\(url.port): \(error)")
         }
         return CameraHTTPError.badResponse("\(error)")
+    }
+
+    /// An error while the body comes: the camera closed or broke the connection, or sent garbage.
+    private static func describeBody(_ error: any Error) -> any Error {
+        if error is CameraHTTPError || error is CancellationError { return error }
+        if let e = error as? HTTPClientError {
+            if e == .cancelled { return CancellationError() }
+            if e == .remoteConnectionClosed { return CameraHTTPError.closed }
+        }
+        return CameraHTTPError.badResponse("body: \(error)")
     }
 }

@@ -171,13 +171,13 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
             }
         } catch {
             if Task.isCancelled {
-                _ = try? await uncancelled { [cgi] in try await cgi.get("exec_takemisc", [("com", "stopliveview")], timeout: .seconds(1)) }
+                _ = try? await cgi.get("exec_takemisc", [("com", "stopliveview")], timeout: .seconds(1))
                 throw CancellationError()
             }
             throw error
         }
         if Task.isCancelled {
-            _ = try? await uncancelled { [cgi] in try await cgi.get("exec_takemisc", [("com", "stopliveview")], timeout: .seconds(1)) }
+            _ = try? await cgi.get("exec_takemisc", [("com", "stopliveview")], timeout: .seconds(1))
             throw CancellationError()
         }
     }

@@ -117,13 +117,13 @@ public final class PanasonicDriver: CameraDriver, Sendable {
             }
         } catch {
             if Task.isCancelled {
-                _ = try? await uncancelled { [camcgi] in try await camcgi.raw(PanasonicCamCGI.target(mode: "stopstream"), timeout: .seconds(1)) }
+                _ = try? await camcgi.raw(PanasonicCamCGI.target(mode: "stopstream"), timeout: .seconds(1))
                 throw CancellationError()
             }
             throw error
         }
         if Task.isCancelled {
-            _ = try? await uncancelled { [camcgi] in try await camcgi.raw(PanasonicCamCGI.target(mode: "stopstream"), timeout: .seconds(1)) }
+            _ = try? await camcgi.raw(PanasonicCamCGI.target(mode: "stopstream"), timeout: .seconds(1))
             throw CancellationError()
         }
     }

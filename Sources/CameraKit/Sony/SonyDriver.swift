@@ -40,7 +40,7 @@ public final class SonyDriver: CameraDriver, Sendable {
     public func stop() async {
         channelBox.withLock { $0 }?.close(promise: nil)
         await lifecycle.stop()
-        _ = try? await uncancelled { [rpc] in try await rpc.call("stopLiveview", timeout: .seconds(2)).count }
+        _ = try? await rpc.call("stopLiveview", timeout: .seconds(2))
     }
 
     /// One session: set up the liveview and read it until it stops.

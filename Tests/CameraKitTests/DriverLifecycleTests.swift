@@ -1,0 +1,69 @@
+@testable import CameraKit
+import Foundation
+import LiveViewCore
+import Logging
+import Testing
+import TestSupport
+
+/// The reconnect loop every driver shares, on a manual clock: each pause is measured to the
+/// millisecond without waiting for it.
+@Suite struct DriverLifecycleTests {
+    struct Dropped: Error {}
+
+    /// Waits (up to 10 s of real time, for the session task to get there) until `condition` holds.
+    func eventually(_ condition: () -> Bool) async -> Bool {
+        let end = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < end {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return condition()
+    }
+
+    @Test func reconnectPausesDoubleFrom250MillisecondsTo2SecondsAndStartAgainAfterASession() async throws {
+        let clock = ManualClock()
+        let stats = DriverStats()
+        let lifecycle = DriverLifecycle(name: "test", logger: Logger(label: "test"), stats: stats, clock: clock)
+        let sessions = Collected(0)
+        lifecycle.start(session: {
+            let n = sessions.withLock { n -> Int in
+                n += 1
+                return n
+            }
+            // The fourth session ends without an error (a camera that streamed, then went away).
+            if n != 4 { throw Dropped() }
+        })
+        // The pause after each session: doubling from 250 ms, back to 250 ms after the fourth
+        // (no error), and never above maxBackoff (2 s).
+        let pauses: [Duration] = [.milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(250),
+                                  .milliseconds(500), .seconds(1), .seconds(2), .seconds(2)]
+        for (i, pause) in pauses.enumerated() {
+            let ran = i + 1
+            #expect(await eventually { sessions.withLock { $0 } == ran && clock.sleeping == 1 },
+                    "session \(ran) did not end in a pause (sessions \(sessions.withLock { $0 }), sleeping \(clock.sleeping))")
+            #expect(lifecycle.state == .reconnecting)
+            clock.advance(by: pause - .milliseconds(1))
+            #expect(clock.sleeping == 1 && sessions.withLock { $0 } == ran, "pause \(i) ended before \(pause)")
+            clock.advance(by: .milliseconds(1))
+            #expect(await eventually { sessions.withLock { $0 } == ran + 1 }, "pause \(i) did not end at \(pause)")
+        }
+        #expect(stats.reconnects == pauses.count)
+        #expect(lifecycle.lastError?.contains("Dropped") == true)
+        // Stopping during a pause ends it at once.
+        #expect(await eventually { clock.sleeping == 1 })
+        await lifecycle.stop()
+        #expect(lifecycle.state == .stopped)
+        #expect(clock.sleeping == 0)
+    }
+
+    @Test func aFatalErrorEndsTheLoopWithoutAPause() async throws {
+        struct Refused: FatalDriverError { var description: String { "the camera refused the connection" } }
+        let clock = ManualClock()
+        let lifecycle = DriverLifecycle(name: "test", logger: Logger(label: "test"), stats: DriverStats(), clock: clock)
+        lifecycle.start(session: { throw Refused() })
+        #expect(await eventually { lifecycle.state == .failed })
+        #expect(clock.sleeping == 0)
+        #expect(lifecycle.lastError == "the camera refused the connection")
+        await lifecycle.stop()
+    }
+}
