@@ -315,11 +315,14 @@ public enum ConfigEnvironment {
         if let v = text("v4l2") { c.v4l2 = v }
         if let v = text("pipewire") { c.pipewire = v }
         if let v = text("token") { c.token = v }
-        if let v = text("allowedHosts") { c.allowedHosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-        if let v = text("allowedOrigins") { c.allowedOrigins = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-        if let v = text("cameras") {
-            c.cameras = v.split(separator: ",").map { item in
-                let s = item.trimmingCharacters(in: .whitespaces)
+        // A comma-separated list, each item trimmed.
+        func list(_ key: String) -> [String]? {
+            text(key).map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        }
+        if let v = list("allowedHosts") { c.allowedHosts = v }
+        if let v = list("allowedOrigins") { c.allowedOrigins = v }
+        if let v = list("cameras") {
+            c.cameras = v.map { s in
                 if let eq = s.firstIndex(of: "="), !s[..<eq].contains(":") {
                     return ConfigFile.Camera(name: String(s[..<eq]), url: String(s[s.index(after: eq)...]))
                 }
