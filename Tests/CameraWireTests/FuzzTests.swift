@@ -95,6 +95,14 @@ import LiveViewCore
         var w = PcapWriter()
         var t: Int64 = 1_700_000_000_000_000_000
         var number = UInt16.random(in: 0...UInt16.max, using: &rng)
+        if format == .olympusRTP {
+            let seq = UInt16.random(in: 0...UInt16.max, using: &rng), ts = UInt32.random(in: 0...1000, using: &rng)
+            for d in OlympusWireTests.stream(&rng, frames: 3, seq: seq, ts: ts, chunk: 200).packets {
+                w.appendUDP(d, source: 1, sourcePort: 1, destination: 2, destinationPort: 40000, timestampNs: t)
+                t += 1000
+            }
+            return w.bytes
+        }
         for _ in 0..<3 {
             let j = Gen.jpeg(&rng, small: true)
             if format == .banditUDP {
@@ -114,7 +122,7 @@ import LiveViewCore
         return w.bytes
     }
 
-    @Test(arguments: [WireFormat.banditUDP, .panasonicUDP])
+    @Test(arguments: [WireFormat.banditUDP, .panasonicUDP, .olympusRTP])
     func datagramFormats(format: WireFormat) {
         var rng = SplitMix64(seed: 0xDA7A &+ UInt64(format.rawValue.count))
         let seeds = (0..<8).map { _ in Self.pcap(format, &rng) }
@@ -133,9 +141,16 @@ import LiveViewCore
         // Direct datagram-level mutation with frame checks.
         var r = BanditViewfinderReassembler()
         var p = PanasonicLiveViewParser()
+        var o = OlympusLiveViewReassembler()
         for _ in 0..<(Self.iterations / 4) {
             let j = Gen.jpeg(&rng, small: true)
-            if format == .banditUDP {
+            if format == .olympusRTP {
+                let seq = UInt16.random(in: 0...UInt16.max, using: &rng)
+                for d in OlympusWireTests.stream(&rng, frames: 1, seq: seq, ts: 7, chunk: 64).packets {
+                    let m = rng.next() % 4 == 0 ? Self.mutate(d, &rng) : d
+                    o.ingest(m[...]) { if case .frame(let f) = $0, !Self.checkFrame(f) { bad += 1 } }
+                }
+            } else if format == .banditUDP {
                 for d in BanditDatagram.frame(jpeg: j, firstPacketNumber: 9, ptsSeconds: 1, chunk: 64) {
                     r.ingest(Self.mutate(d, &rng)[...]) { if case .frame(let f) = $0, !Self.checkFrame(f) { bad += 1 } }
                 }
@@ -146,5 +161,78 @@ import LiveViewCore
             }
         }
         #expect(bad == 0)
+        print("fuzz \(format.rawValue): \(Self.iterations) mutated captures (\(lines) lines out), \(Self.iterations / 4) mutated frames' datagrams, no invariant broken")
+    }
+
+    /// The JPEG facts every frame is judged by: whatever the bytes, the scanner answers, and what it
+    /// accepts is inside the input.
+    @Test func jpegScanner() {
+        var rng = SplitMix64(seed: 0x1BE6)
+        let seeds = (0..<16).map { _ in Gen.jpeg(&rng, small: true) }
+        var bad = 0, accepted = 0
+        for it in 0..<Self.iterations {
+            let input = Self.mutate(seeds[it % 16], &rng)
+            if let info = try? JPEGScanner.scan(input) {
+                accepted += 1
+                if info.length > input.count || info.width <= 0 || info.height <= 0 { bad += 1 }
+            }
+            if let n = JPEGScanner.length(input[...]), n > input.count { bad += 1 }
+            input.withUnsafeBytes { raw in
+                if let size = JPEGScanner.size(of: raw), size.width <= 0 || size.height <= 0 { bad += 1 }
+                _ = JPEGScanner.rtpCompatibility(of: raw)
+            }
+            if bad > 0 { Issue.record("jpeg iteration \(it): invariant broken"); break }
+        }
+        #expect(bad == 0)
+        if Self.iterations >= 1000 { #expect(accepted > 0) }
+        print("fuzz jpeg: \(Self.iterations) mutated inputs, \(accepted) accepted, no invariant broken")
+    }
+
+    /// The chunked transfer coding of Sony's live-view body: pieces stay inside the input, however
+    /// it is split.
+    @Test func httpChunked() {
+        var rng = SplitMix64(seed: 0xC4C4)
+        let seeds: [[UInt8]] = (0..<16).map { _ in
+            var out: [UInt8] = []
+            for _ in 0..<Int.random(in: 1...5, using: &rng) {
+                HTTPChunkedDecoder.appendChunk((0..<Int.random(in: 1...300, using: &rng)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }, to: &out)
+            }
+            HTTPChunkedDecoder.appendLastChunk(to: &out)
+            return out
+        }
+        var bad = 0, data = 0
+        for it in 0..<Self.iterations {
+            let input = Self.mutate(seeds[it % 16], &rng)
+            var d = HTTPChunkedDecoder()
+            var start = 0
+            let cuts = (0..<Int.random(in: 0...3, using: &rng)).map { _ in Int.random(in: 0...input.count, using: &rng) }.sorted()
+            for c in cuts + [input.count] {
+                d.decode(input[start..<c], run: { piece, offset in
+                    data += piece.count
+                    if offset < 0 || offset + piece.count > input.count || piece.startIndex < start || piece.endIndex > c { bad += 1 }
+                }, issue: { _ in })
+                start = c
+            }
+            if bad > 0 { Issue.record("chunked iteration \(it): invariant broken"); break }
+        }
+        #expect(bad == 0)
+        print("fuzz http-chunked: \(Self.iterations) mutated inputs, \(data) data bytes, no invariant broken")
+    }
+
+    /// PTP/IP framing (every PTP camera's transport): the decoder never holds more than it was fed.
+    @Test func ptpipPackets() {
+        var rng = SplitMix64(seed: 78)
+        let base = PTPIPTests.all.flatMap(\.bytes)
+        let limits = WireLimits(maxContainer: 4096)
+        var bad = 0, packets = 0
+        for it in 0..<Self.iterations {
+            let input = Self.mutate(base, &rng)
+            var dec = PTPIPPacketDecoder(limits: limits)
+            dec.feed(input[...]) { p in packets += 1; _ = p.bytes }
+            if dec.buffer.count > input.count { bad += 1 }
+            if bad > 0 { Issue.record("ptpip iteration \(it): invariant broken"); break }
+        }
+        #expect(bad == 0)
+        print("fuzz ptpip: \(Self.iterations) mutated inputs, \(packets) packets, no invariant broken")
     }
 }
