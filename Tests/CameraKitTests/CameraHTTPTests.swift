@@ -75,6 +75,21 @@ import TestSupport
         #expect(server.requests.withLock { $0.first?.hasPrefix("GET /cmd?x=1 HTTP/1.1\r\n") } == true)
     }
 
+    @Test func aDownloadFromACameraThatFallsSilentEndsAfterItsIdleTimeout() async throws {
+        let part = String(repeating: "y", count: 1000)
+        let server = try Server(reply: Array("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n\(part)".utf8))
+        let received = Collected(0)
+        let start = ContinuousClock.now
+        await #expect(throws: CameraHTTPError.self) {
+            try await CameraHTTP().stream(server.url, idleTimeout: .seconds(1), head: { status, _ in
+                #expect(status == 200)
+            }, body: { piece in received.withLock { $0 += piece.readableBytes } })
+        }
+        let took = ContinuousClock.now - start
+        #expect(received.withLock { $0 } == 1000)
+        #expect(took < .seconds(5), "gave up after \(took)")
+    }
+
     @Test func aBodyOverTheCapIsRefused() async throws {
         let body = String(repeating: "x", count: 5000)
         let server = try Server(reply: Array("HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n\(body)".utf8), hold: 0)

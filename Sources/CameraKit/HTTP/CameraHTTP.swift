@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import LiveViewCore
 public import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -41,10 +42,10 @@ public struct CameraHTTP: Sendable {
     }
 
     /// One client for every camera, on NIO's shared event loops, alive for the whole process.
-    private static let client: HTTPClient = {
+    private static func configuration(idleRead: TimeAmount?) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(5)),
+            timeout: .init(connect: .seconds(5), read: idleRead),
             decompression: .disabled)
         configuration.httpVersion = .http1Only
         // A refused or failed connect is reported at once: the drivers reconnect with their own
@@ -53,8 +54,24 @@ public struct CameraHTTP: Sendable {
         // Connections are not kept (one request each); the pool's limit only queues requests, and a
         // control request must not wait behind card downloads to the same camera.
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
-        return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
-    }()
+        return configuration
+    }
+
+    /// The client of `request` (whose deadline bounds everything).
+    private static let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+                                           configuration: configuration(idleRead: nil))
+
+    /// The clients of `stream`, by their idle-read timeout (one in practice: the default).
+    private static let streamClients = Mutex<[Int64: HTTPClient]>([:])
+
+    private static func streamClient(idle: TimeAmount) -> HTTPClient {
+        streamClients.withLock { clients in
+            if let c = clients[idle.nanoseconds] { return c }
+            let c = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration(idleRead: idle))
+            clients[idle.nanoseconds] = c
+            return c
+        }
+    }
 
     private static func prepare(_ method: String, _ url: HTTPURL, _ headers: [(String, String)]) -> HTTPClientRequest {
         var r = HTTPClientRequest(url: url.description)
@@ -117,13 +134,15 @@ public struct CameraHTTP: Sendable {
 
     /// A GET whose body is handed to `body` piece by piece as it arrives: memory stays bounded
     /// whatever the size (the socket is read again only when `body` has returned). `head` gets
-    /// the status and headers first and may throw to refuse the answer.
-    public func stream(_ url: HTTPURL, headers: [(String, String)] = [],
+    /// the status and headers first and may throw to refuse the answer. A camera that sends nothing
+    /// for `idleTimeout` ends it with `CameraHTTPError.timedOut` (a reader that stops reading
+    /// is closed sooner by the gateway's own connection guard, so waiting on `body` never counts).
+    public func stream(_ url: HTTPURL, headers: [(String, String)] = [], idleTimeout: TimeAmount = .seconds(30),
                        head: (_ status: Int, _ headers: [(String, String)]) async throws -> Void,
                        body: (ByteBuffer) async throws -> Void) async throws {
         let response: HTTPClientResponse
         do {
-            response = try await Self.client.execute(Self.prepare("GET", url, headers), timeout: .seconds(30))
+            response = try await Self.streamClient(idle: idleTimeout).execute(Self.prepare("GET", url, headers), timeout: idleTimeout)
         } catch {
             throw Self.describe(error, "GET \(url)", url: url)
         }
@@ -155,12 +174,14 @@ public struct CameraHTTP: Sendable {
         return CameraHTTPError.badResponse("\(error)")
     }
 
-    /// An error while the body comes: the camera closed or broke the connection, or sent garbage.
+    /// An error while the body comes: the camera closed or broke the connection, went silent, or
+    /// sent garbage.
     private static func describeBody(_ error: any Error) -> any Error {
         if error is CameraHTTPError || error is CancellationError { return error }
         if let e = error as? HTTPClientError {
             if e == .cancelled { return CancellationError() }
             if e == .remoteConnectionClosed { return CameraHTTPError.closed }
+            if e == .readTimeout { return CameraHTTPError.timedOut("no data from the camera") }
         }
         return CameraHTTPError.badResponse("body: \(error)")
     }
