@@ -32,6 +32,9 @@ let reliabilityRounds: Int = {
             ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { $0.hasSuffix(".mkv") }.sorted()
         }
         var killDelays: [Double] = []
+        // A run starts one segment per camera session: a reconnect inside a run (seen once in 50
+        // rounds on a loaded machine) starts another.
+        var runsWithMoreSegments: [String] = []
         for round in 0..<reliabilityRounds {
             let before = Set(segments())
             let gw = try GatewayProcess(["--camera", emulator.cameraURL, "--record", dir.path])
@@ -51,6 +54,8 @@ let reliabilityRounds: Int = {
             for (name, digest) in finished {
                 #expect(sha(dir.appendingPathComponent(name).path) == digest, "round \(round) changed \(name)")
             }
+            let started = segments().filter { !before.contains($0) }.count
+            if started > 1 { runsWithMoreSegments.append("round \(round): \(started)") }
             for name in segments() where finished[name] == nil { finished[name] = sha(dir.appendingPathComponent(name).path) }
             await gw.stop()
         }
@@ -62,7 +67,7 @@ let reliabilityRounds: Int = {
         try await Task.sleep(for: .seconds(1))
         await last.stop()
         await emulator.stop()
-        #expect(segments().count == reliabilityRounds + 1, "one segment per run: \(segments())")
+        #expect(segments().count >= reliabilityRounds + 1, "at least one segment per run: \(segments())")
 
         // The camera's JPEGs: every connection starts at frame 0 of the test pattern.
         let sent = Set((0..<1800).map { SHA256.hex(source.frame(index: $0).jpeg) })
@@ -83,6 +88,7 @@ let reliabilityRounds: Int = {
             #expect(lines >= files.count - 2, "\(name): \(lines) sidecar lines for \(files.count) frames")
             framesPerSegment.append(files.count)
         }
-        print("SIGKILL ×\(reliabilityRounds) (delays \(killDelays.map { String(format: "%.2f", $0) }) s): frames per segment \(framesPerSegment), all the camera's bytes")
+        print("SIGKILL ×\(reliabilityRounds) (delays \(killDelays.map { String(format: "%.2f", $0) }) s): \(segments().count) segments, "
+            + "frames per segment \(framesPerSegment), all the camera's bytes; runs with more than one segment: \(runsWithMoreSegments)")
     }
 }
