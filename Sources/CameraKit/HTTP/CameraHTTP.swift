@@ -4,7 +4,8 @@ public import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// Why an exchange with a camera failed before it answered with a status.
+/// Why an exchange with a camera failed: no connection, no answer in time, a broken or oversized
+/// answer, or the camera closed the connection.
 public enum CameraHTTPError: Error, Sendable, CustomStringConvertible {
     case connectFailed(String)
     case timedOut(String)
@@ -33,15 +34,15 @@ public struct HTTPResponse: Sendable {
 /// exchange, a bounded body, no redirects (a camera has no business sending the gateway
 /// elsewhere), no decompression and no retried connects.
 public struct CameraHTTP: Sendable {
-    /// Largest response body accepted by `request`. Control replies are a few kilobytes; the
-    /// default leaves room for a card listing of many thousand files. Image downloads set their own.
+    /// Largest response body accepted by `request`. Control replies are a few kilobytes; card
+    /// listings and image downloads set their own.
     public var maxBodyBytes: Int
 
     public init(maxBodyBytes: Int = 1024 * 1024) {
         self.maxBodyBytes = maxBodyBytes
     }
 
-    /// One client for every camera, on NIO's shared event loops, alive for the whole process.
+    /// The clients' settings (the clients live on NIO's shared event loops for the whole process).
     private static func configuration(idleRead: TimeAmount?) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
@@ -51,8 +52,8 @@ public struct CameraHTTP: Sendable {
         // A refused or failed connect is reported at once: the drivers reconnect with their own
         // back-off and show why (the client would otherwise retry until the deadline).
         configuration.connectionPool.retryConnectionEstablishment = false
-        // Connections are not kept (one request each); the pool's limit only queues requests, and a
-        // control request must not wait behind card downloads to the same camera.
+        // Connections are not kept (one request each); the pool's limit only queues requests beyond
+        // it, and the old client had none.
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
         return configuration
     }
@@ -135,8 +136,9 @@ public struct CameraHTTP: Sendable {
     /// A GET whose body is handed to `body` piece by piece as it arrives: memory stays bounded
     /// whatever the size (the socket is read again only when `body` has returned). `head` gets
     /// the status and headers first and may throw to refuse the answer. A camera that sends nothing
-    /// for `idleTimeout` ends it with `CameraHTTPError.timedOut` (a reader that stops reading
-    /// is closed sooner by the gateway's own connection guard, so waiting on `body` never counts).
+    /// for `idleTimeout` ends it with `CameraHTTPError.timedOut`. The timer also runs while `body`
+    /// waits on a slow reader; the default (30 s) is well above the gateway's stalled-reader limit
+    /// (`HTTPLimits.stallSeconds`, 10 s), so a reader is closed by the gateway before that happens.
     public func stream(_ url: HTTPURL, headers: [(String, String)] = [], idleTimeout: TimeAmount = .seconds(30),
                        head: (_ status: Int, _ headers: [(String, String)]) async throws -> Void,
                        body: (ByteBuffer) async throws -> Void) async throws {

@@ -31,8 +31,7 @@ public struct OlympusCGI: Sendable {
 
     public init(endpoint: OlympusEndpoint, group: any EventLoopGroup, timeout: TimeAmount = .seconds(5)) {
         self.endpoint = endpoint
-        // Card listings (get_imglist.cgi, ~60 bytes a file) are the largest replies.
-        self.http = CameraHTTP(maxBodyBytes: 4 * 1024 * 1024)
+        self.http = CameraHTTP()
         self.timeout = timeout
     }
 
@@ -64,10 +63,16 @@ public struct OlympusCGI: Sendable {
         return out
     }
 
-    /// GET; returns the body text of a 200/202 answer.
+    /// The largest reply of a card listing (`get_imglist.cgi`, ~60 bytes a file); other replies
+    /// are capped at `CameraHTTP`'s 1 MiB.
+    public static let listingMaxBytes = 4 * 1024 * 1024
+
+    /// GET; returns the body text of a 200/202 answer (up to `maxBytes` when given).
     @discardableResult
-    public func get(_ cgi: String, _ options: [(String, String)] = [], timeout: TimeAmount? = nil) async throws -> String {
-        try await send("GET", cgi, options, body: nil, timeout: timeout)
+    public func get(_ cgi: String, _ options: [(String, String)] = [], timeout: TimeAmount? = nil,
+                    maxBytes: Int? = nil) async throws -> String {
+        String(decoding: try await exchange("GET", cgi, options, body: nil, timeout: timeout, maxBytes: maxBytes).body,
+               as: UTF8.self)
     }
 
     /// GET; returns the body bytes of a 200 answer (a thumbnail, a resized image).
@@ -88,13 +93,15 @@ public struct OlympusCGI: Sendable {
 
     /// One request; a status other than 200/202 is the camera's error (its `errormsg` when it sent one).
     private func exchange(_ method: String, _ cgi: String, _ options: [(String, String)], body: [UInt8]?,
-                          timeout: TimeAmount?) async throws -> HTTPResponse {
+                          timeout: TimeAmount?, maxBytes: Int? = nil) async throws -> HTTPResponse {
         let url = HTTPURL(host: endpoint.host, port: endpoint.port, target: Self.target(cgi, options))
         var headers = [("User-Agent", Self.userAgent)]
         if body != nil { headers.append(("Content-Type", "text/plain;charset=utf-8")) }
         let r: HTTPResponse
         do {
-            r = try await http.request(method, url, headers: headers, body: body, timeout: timeout ?? self.timeout)
+            var client = http
+            if let maxBytes { client.maxBodyBytes = maxBytes }
+            r = try await client.request(method, url, headers: headers, body: body, timeout: timeout ?? self.timeout)
         } catch {
             throw CameraControlError.unavailable("\(cgi): \(error)")
         }

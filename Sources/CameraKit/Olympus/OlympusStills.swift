@@ -54,7 +54,7 @@ extension OlympusCGI {
     func cardFiles() async throws -> [OlympusCardEntry] {
         func list(_ dir: String) async throws -> [OlympusCardEntry] {
             do {
-                return OlympusCardEntry.parse(try await get("get_imglist", [("DIR", dir)]))
+                return OlympusCardEntry.parse(try await get("get_imglist", [("DIR", dir)], maxBytes: Self.listingMaxBytes))
             } catch CameraControlError.camera(let code, _) where code == 404 {
                 return []
             }

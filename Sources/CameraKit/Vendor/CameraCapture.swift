@@ -45,7 +45,8 @@ func retrying<T>(attempts: Int = 3, _ body: () async throws -> T) async throws -
             return try await body()
         } catch {
             attempt += 1
-            guard attempt < attempts else { throw error }
+            // A stopping driver does not try again (its requests run to their deadline regardless).
+            guard attempt < attempts, !Task.isCancelled else { throw error }
             try? await Task.sleep(for: .milliseconds(300 * attempt))
         }
     }
