@@ -7,7 +7,7 @@ import TestSupport
 
 /// The reconnect loop every driver shares, on a manual clock: each pause is measured to the
 /// millisecond without waiting for it.
-@Suite struct DriverLifecycleTests {
+@Suite(.timeLimit(.minutes(1))) struct DriverLifecycleTests {
     struct Dropped: Error {}
 
     /// Waits (up to 10 s of real time, for the session task to get there) until `condition` holds.
@@ -60,10 +60,34 @@ import TestSupport
         struct Refused: FatalDriverError { var description: String { "the camera refused the connection" } }
         let clock = ManualClock()
         let lifecycle = DriverLifecycle(name: "test", logger: Logger(label: "test"), stats: DriverStats(), clock: clock)
-        lifecycle.start(session: { throw Refused() })
+        let sessions = Collected(0)
+        lifecycle.start(session: {
+            sessions.withLock { $0 += 1 }
+            throw Refused()
+        })
         #expect(await eventually { lifecycle.state == .failed })
-        #expect(clock.sleeping == 0)
+        clock.advance(by: .seconds(10))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(sessions.withLock { $0 } == 1 && clock.sleeping == 0)
         #expect(lifecycle.lastError == "the camera refused the connection")
         await lifecycle.stop()
+    }
+
+    /// A session that throws `CancellationError` while nobody stopped the driver (a cancelled
+    /// request inside it) is a drop like any other, not the end of the loop.
+    @Test func aCancellationErrorFromASessionThatWasNotStoppedIsADrop() async throws {
+        let clock = ManualClock()
+        let lifecycle = DriverLifecycle(name: "test", logger: Logger(label: "test"), stats: DriverStats(), clock: clock)
+        let sessions = Collected(0)
+        lifecycle.start(session: {
+            sessions.withLock { $0 += 1 }
+            throw CancellationError()
+        })
+        #expect(await eventually { sessions.withLock { $0 } == 1 && clock.sleeping == 1 })
+        #expect(lifecycle.state == .reconnecting)
+        clock.advance(by: .milliseconds(250))
+        #expect(await eventually { sessions.withLock { $0 } == 2 })
+        await lifecycle.stop()
+        #expect(lifecycle.state == .stopped)
     }
 }

@@ -460,7 +460,7 @@ func rawStatus(port: Int, _ request: String) -> Int? {
     }
     guard connected == 0 else { return nil }
     let bytes = Array(request.utf8)
-    guard send(fd, bytes, bytes.count, 0) == bytes.count else { return nil }
+    guard send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { return nil }
     var reply = [UInt8](repeating: 0, count: 256)
     let n = recv(fd, &reply, reply.count, 0)
     guard n > 12 else { return nil }

@@ -92,6 +92,7 @@ import Testing
         let before = recorded.count - published.count
         #expect((0...2).contains(before) && Array(recorded.suffix(published.count)) == published.map(\.sha),
                 "the recording differs from what the camera sent (\(recorded.count) recorded, \(published.count) published)")
+        #expect(recorded.prefix(max(0, before)).allSatisfy { sentBySHA[$0] != nil }, "a recorded frame the camera never sent")
     }
 
     /// The entropy-coded data of a JPEG (after the SOS header, up to the first EOI, which cannot occur

@@ -60,10 +60,15 @@ let reliabilityRounds: Int = {
             await gw.stop()
         }
         // The next start repairs what the last kill left (and records a segment of its own, ended cleanly).
+        let beforeLast = Set(segments())
         let last = try GatewayProcess(["--camera", emulator.cameraURL, "--record", dir.path])
         defer { if last.process.isRunning { kill(last.process.processIdentifier, SIGKILL) } }
         #expect(await last.waitReady(), "livegate did not start after the kills: \(last.output)")
-        _ = await waitUntil(timeout: 20) { segments().count > reliabilityRounds }
+        let lastRecorded = await waitUntil(timeout: 20) {
+            segments().contains { !beforeLast.contains($0) && ((try? FileManager.default.attributesOfItem(
+                atPath: dir.appendingPathComponent($0).path)[.size] as? Int) ?? 0) > 20_000 }
+        }
+        #expect(lastRecorded, "the run after the kills recorded nothing")
         try await Task.sleep(for: .seconds(1))
         await last.stop()
         await emulator.stop()

@@ -32,6 +32,7 @@ import Testing
         defer { if gw.process.isRunning { kill(gw.process.processIdentifier, SIGKILL) } }
         #expect(await gw.waitReady(), "livegate did not start: \(gw.output)")
         var viewers: [(String, Process)] = []
+        defer { for (_, v) in viewers where v.isRunning { v.terminate() } }
         for mount in ["cam0", "cam0/raw"] {
             viewers.append(("rtsp \(mount)", try Self.viewer("ffmpeg", ["-nostdin", "-v", "error", "-rtsp_transport", "tcp",
                                                                         "-i", "rtsp://127.0.0.1:\(gw.rtsp)/\(mount)", "-f", "null", "-"])))
@@ -47,7 +48,6 @@ import Testing
         viewers.append(("hls", try Self.viewer("ffmpeg", ["-nostdin", "-v", "error", "-i", playlist,
                                                           "-c", "copy", "-f", "null", "-"])))
         viewers.append(("mjpeg", try Self.viewer("curl", ["-s", "-o", "/dev/null", "\(gw.api)/mjpeg/cam0"])))
-        defer { for (_, v) in viewers where v.isRunning { v.terminate() } }
         struct Camera: Decodable { let frames: Int }
         func frames() async -> Int? {
             guard let r = await httpGet("\(gw.api)/api/v1/cameras/cam0") else { return nil }
@@ -92,6 +92,7 @@ import Testing
         #expect(fpsLast >= fpsFirst * 0.98, "the frame rate decayed: \(fpsFirst) → \(fpsLast)")
         for (name, v) in viewers { #expect(v.isRunning, "the \(name) viewer dropped out") }
         let segments = ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { $0.hasSuffix(".mkv") }
+        print("soak: \(segments.count) recording segments")
         #expect(segments.count >= Self.seconds / 300, "recording segments: \(segments.sorted())")
         await gw.stop()
     }
