@@ -61,7 +61,8 @@ bench-check: deps
 		--filter 'hotpath\.a swift.*' --filter 'hotpath\.b gst.*'
 
 ## Long fuzzing (not part of `make test`, which runs 6 000 mutations per format): every wire parser,
-## the JPEG scanner and the frame reassemblers get FUZZ_ITERATIONS mutated inputs each, in a release
+## the JPEG scanner, the chunked decoder and the PTP/IP decoder get FUZZ_ITERATIONS mutated inputs each
+## (the datagram reassemblers a quarter of that again, frame by frame), in a release
 ## build of the tests (build folder .build-fuzz). No crash, no hang, every input answered.
 FUZZ_ITERATIONS ?= 1000000
 fuzz: deps

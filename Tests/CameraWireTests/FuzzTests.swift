@@ -142,26 +142,40 @@ import LiveViewCore
         var r = BanditViewfinderReassembler()
         var p = PanasonicLiveViewParser()
         var o = OlympusLiveViewReassembler()
+        var checked = 0
+        let check = { (f: WireFrame) in
+            checked += 1
+            if !Self.checkFrame(f) { bad += 1 }
+        }
         for _ in 0..<(Self.iterations / 4) {
+            // One frame's datagrams; in a quarter of the frames one of them is mutated.
             let j = Gen.jpeg(&rng, small: true)
+            var datagrams: [[UInt8]]
             if format == .olympusRTP {
                 let seq = UInt16.random(in: 0...UInt16.max, using: &rng)
-                for d in OlympusWireTests.stream(&rng, frames: 1, seq: seq, ts: 7, chunk: 64).packets {
-                    let m = rng.next() % 4 == 0 ? Self.mutate(d, &rng) : d
-                    o.ingest(m[...]) { if case .frame(let f) = $0, !Self.checkFrame(f) { bad += 1 } }
-                }
+                datagrams = OlympusWireTests.stream(&rng, frames: 1, seq: seq, ts: 7, chunk: 256).packets
             } else if format == .banditUDP {
-                for d in BanditDatagram.frame(jpeg: j, firstPacketNumber: 9, ptsSeconds: 1, chunk: 64) {
-                    r.ingest(Self.mutate(d, &rng)[...]) { if case .frame(let f) = $0, !Self.checkFrame(f) { bad += 1 } }
-                }
+                datagrams = BanditDatagram.frame(jpeg: j, firstPacketNumber: 9, ptsSeconds: 1, chunk: 64)
             } else {
                 var d: [UInt8] = []
                 PanasonicDatagram.append(jpeg: j, seq: 1, boxes: [.init(x1: 1, y1: 2, x2: 3, y2: 4, type: 1)], to: &d)
-                p.ingest(Self.mutate(d, &rng)[...], offset: nil) { if case .frame(let f) = $0, !Self.checkFrame(f) { bad += 1 } }
+                datagrams = [d]
+            }
+            if rng.next() % 4 == 0 {
+                let k = Int.random(in: 0..<datagrams.count, using: &rng)
+                datagrams[k] = Self.mutate(datagrams[k], &rng)
+            }
+            for d in datagrams {
+                switch format {
+                case .olympusRTP: o.ingest(d[...]) { if case .frame(let f) = $0 { check(f) } }
+                case .banditUDP: r.ingest(d[...]) { if case .frame(let f) = $0 { check(f) } }
+                default: p.ingest(d[...], offset: nil) { if case .frame(let f) = $0 { check(f) } }
+                }
             }
         }
         #expect(bad == 0)
-        print("fuzz \(format.rawValue): \(Self.iterations) mutated captures (\(lines) lines out), \(Self.iterations / 4) mutated frames' datagrams, no invariant broken")
+        if Self.iterations >= 1000 { #expect(checked > 0, "no frame came through the datagram loop") }
+        print("fuzz \(format.rawValue): \(Self.iterations) mutated captures (\(lines) lines out), \(Self.iterations / 4) frames' datagrams (one datagram mutated in a quarter of the frames; \(checked) frames out, each checked), no invariant broken")
     }
 
     /// The JPEG facts every frame is judged by: whatever the bytes, the scanner answers, and what it
@@ -201,21 +215,33 @@ import LiveViewCore
             return out
         }
         var bad = 0, data = 0
-        for it in 0..<Self.iterations {
-            let input = Self.mutate(seeds[it % 16], &rng)
+        /// The data bytes and the issues' offsets of `input` fed in pieces cut at `cuts`.
+        func decode(_ input: [UInt8], cuts: [Int]) -> (data: [UInt8], issues: [Int]) {
             var d = HTTPChunkedDecoder()
+            var out: [UInt8] = [], issues: [Int] = []
             var start = 0
-            let cuts = (0..<Int.random(in: 0...3, using: &rng)).map { _ in Int.random(in: 0...input.count, using: &rng) }.sorted()
             for c in cuts + [input.count] {
                 d.decode(input[start..<c], run: { piece, offset in
-                    data += piece.count
-                    if offset < 0 || offset + piece.count > input.count || piece.startIndex < start || piece.endIndex > c { bad += 1 }
-                }, issue: { _ in })
+                    // Each piece is the input's own bytes at the offset it names.
+                    if offset != piece.startIndex || piece.startIndex < start || piece.endIndex > c { bad += 1 }
+                    out += piece
+                }, issue: { issues.append($0.offset) })
                 start = c
             }
-            if bad > 0 { Issue.record("chunked iteration \(it): invariant broken"); break }
+            return (out, issues)
+        }
+        for it in 0..<Self.iterations {
+            let input = Self.mutate(seeds[it % 16], &rng)
+            let whole = decode(input, cuts: [])
+            data += whole.data.count
+            // However the body is split, the same data and the same problems.
+            let cuts = (0..<Int.random(in: 1...3, using: &rng)).map { _ in Int.random(in: 0...input.count, using: &rng) }.sorted()
+            let split = decode(input, cuts: cuts)
+            if split.data != whole.data || split.issues != whole.issues { bad += 1 }
+            if bad > 0 { Issue.record("chunked iteration \(it): invariant broken (cuts \(cuts))"); break }
         }
         #expect(bad == 0)
+        if Self.iterations >= 1000 { #expect(data > 0) }
         print("fuzz http-chunked: \(Self.iterations) mutated inputs, \(data) data bytes, no invariant broken")
     }
 
@@ -225,14 +251,31 @@ import LiveViewCore
         let base = PTPIPTests.all.flatMap(\.bytes)
         let limits = WireLimits(maxContainer: 4096)
         var bad = 0, packets = 0
+        /// The packets of `input` fed in pieces cut at `cuts`, what is left buffered, and the failure.
+        func decode(_ input: [UInt8], cuts: [Int]) -> (packets: [[UInt8]], left: Int, failed: WireIssue?) {
+            var dec = PTPIPPacketDecoder(limits: limits)
+            var out: [[UInt8]] = []
+            var start = 0
+            for c in cuts + [input.count] {
+                dec.feed(input[start..<c]) { out.append($0.bytes) }
+                start = c
+            }
+            return (out, dec.buffer.count, dec.failed)
+        }
         for it in 0..<Self.iterations {
             let input = Self.mutate(base, &rng)
-            var dec = PTPIPPacketDecoder(limits: limits)
-            dec.feed(input[...]) { p in packets += 1; _ = p.bytes }
-            if dec.buffer.count > input.count { bad += 1 }
-            if bad > 0 { Issue.record("ptpip iteration \(it): invariant broken"); break }
+            let whole = decode(input, cuts: [])
+            packets += whole.packets.count
+            // Until a failure, every byte is in a packet or still buffered.
+            if whole.failed == nil && whole.packets.reduce(0, { $0 + $1.count }) + whole.left != input.count { bad += 1 }
+            // However the input is split, the same packets and the same failure.
+            let cuts = (0..<Int.random(in: 1...3, using: &rng)).map { _ in Int.random(in: 0...input.count, using: &rng) }.sorted()
+            let split = decode(input, cuts: cuts)
+            if split.packets != whole.packets || split.failed != whole.failed { bad += 1 }
+            if bad > 0 { Issue.record("ptpip iteration \(it): invariant broken (cuts \(cuts))"); break }
         }
         #expect(bad == 0)
+        if Self.iterations >= 1000 { #expect(packets > 0) }
         print("fuzz ptpip: \(Self.iterations) mutated inputs, \(packets) packets, no invariant broken")
     }
 }
