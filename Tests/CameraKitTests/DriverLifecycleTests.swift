@@ -56,15 +56,21 @@ import TestSupport
         #expect(clock.sleeping == 0)
     }
 
-    @Test func aFatalErrorEndsTheLoopWithoutAPause() async throws {
-        struct Refused: FatalDriverError { var description: String { "the camera refused the connection" } }
+    /// A lifecycle on a manual clock whose every session throws `error`, started; and its count of sessions.
+    func started(throwing error: some Error & Sendable) -> (ManualClock, DriverLifecycle, Collected<Int>) {
         let clock = ManualClock()
         let lifecycle = DriverLifecycle(name: "test", logger: Logger(label: "test"), stats: DriverStats(), clock: clock)
         let sessions = Collected(0)
         lifecycle.start(session: {
             sessions.withLock { $0 += 1 }
-            throw Refused()
+            throw error
         })
+        return (clock, lifecycle, sessions)
+    }
+
+    @Test func aFatalErrorEndsTheLoopWithoutAPause() async throws {
+        struct Refused: FatalDriverError { var description: String { "the camera refused the connection" } }
+        let (clock, lifecycle, sessions) = started(throwing: Refused())
         #expect(await eventually { lifecycle.state == .failed })
         clock.advance(by: .seconds(10))
         try await Task.sleep(for: .milliseconds(50))
@@ -76,13 +82,7 @@ import TestSupport
     /// A session that throws `CancellationError` while nobody stopped the driver (a cancelled
     /// request inside it) is a drop like any other, not the end of the loop.
     @Test func aCancellationErrorFromASessionThatWasNotStoppedIsADrop() async throws {
-        let clock = ManualClock()
-        let lifecycle = DriverLifecycle(name: "test", logger: Logger(label: "test"), stats: DriverStats(), clock: clock)
-        let sessions = Collected(0)
-        lifecycle.start(session: {
-            sessions.withLock { $0 += 1 }
-            throw CancellationError()
-        })
+        let (clock, lifecycle, sessions) = started(throwing: CancellationError())
         #expect(await eventually { sessions.withLock { $0 } == 1 && clock.sleeping == 1 })
         #expect(lifecycle.state == .reconnecting)
         clock.advance(by: .milliseconds(250))
