@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""A "Sony camera" whose every JSON-RPC answer is hostile (for the reliability suite).
+"""A camera whose every HTTP answer is hostile, whatever was asked (for the reliability suite:
+Sony's JSON-RPC, Panasonic's and Olympus's CGIs, Bandit's REST API all ask over HTTP).
 
 usage: hostile_camera.py MODE
-  huge   — a 100 MB reply (a JSON string that never ends within any sane limit)
-  nested — 200 000 nested arrays
-  silent — accepts the connection and the request, then says nothing
+  huge    — a 100 MB reply with its Content-Length (a JSON string that never ends within any sane limit)
+  unsized — 100 MB without a Content-Length, ended by closing the connection
+  nested  — 200 000 nested arrays
+  silent  — accepts the connection and the request, then says nothing
 Prints the port it listens on (127.0.0.1), then serves until killed.
 """
 import socket
@@ -31,9 +33,12 @@ def serve(conn):
         if mode == "silent":
             threading.Event().wait(3600)
             return
-        if mode == "huge":
+        if mode in ("huge", "unsized"):
             size = 100 * 1024 * 1024
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % size)
+            if mode == "huge":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % size)
+            else:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
             conn.sendall(b'{"result": ["')
             block = b"a" * 65536
             sent = 13

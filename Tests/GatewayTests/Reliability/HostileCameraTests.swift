@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 
-/// A camera whose answers are hostile — a 100 MB JSON-RPC reply, 200 000 nested arrays, or silence
-/// after accepting the request — costs livegate bounded memory and no crash; the camera shows as
-/// not streaming with a reason in the API, and the gateway keeps answering.
+/// A camera whose answers are hostile — a 100 MB reply (sized, or ended by closing), 200 000 nested
+/// JSON arrays, or silence after accepting the request — costs livegate bounded memory and no
+/// crash; the camera shows as not streaming with a reason in the API, and the gateway keeps
+/// answering. For every vendor that speaks HTTP (the PTP family's binary framing is fuzzed instead).
 @Suite(.serialized) struct HostileCameraTests {
     static func rssMiB(_ pid: Int32) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
@@ -16,8 +17,10 @@ import Testing
         let reason: String?
     }
 
-    @Test(arguments: ["huge", "nested", "silent"])
-    func hostileAnswersCostBoundedMemoryAndGiveAReason(mode: String) async throws {
+    @Test(arguments: [("sony", "huge"), ("sony", "unsized"), ("sony", "nested"), ("sony", "silent"),
+                      ("panasonic", "unsized"), ("panasonic", "silent"), ("olympus", "unsized"), ("olympus", "silent"),
+                      ("bandit", "unsized"), ("bandit", "silent")])
+    func hostileAnswersCostBoundedMemoryAndGiveAReason(vendor: String, mode: String) async throws {
         let camera = Process()
         camera.executableURL = URL(fileURLWithPath: which("python3")!)
         camera.arguments = [repoRoot.appendingPathComponent("Tests/Scripts/hostile_camera.py").path, mode]
@@ -29,7 +32,7 @@ import Testing
         let portLine = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
         let port = try #require(Int(portLine.trimmingCharacters(in: .whitespacesAndNewlines)), "no port: \(portLine)")
 
-        let gw = try GatewayProcess(["--camera", "sony://127.0.0.1:\(port)"])
+        let gw = try GatewayProcess(["--camera", "\(vendor)://127.0.0.1:\(port)"])
         defer { if gw.process.isRunning { kill(gw.process.processIdentifier, SIGKILL) } }
         #expect(await gw.waitReady(), "livegate did not start: \(gw.output)")
         var peak = 0
@@ -50,7 +53,7 @@ import Testing
         #expect(cam?.state != "streaming" && cam?.reason != nil, "camera: \(String(describing: cam))")
         #expect(peak < 200, "livegate's memory reached \(peak) MiB")
         #expect(await httpGet("\(gw.api)/api/v1/cameras")?.status == 200, "the API stopped answering")
-        print("hostile camera (\(mode)): peak RSS \(peak) MiB, reason: \(cam?.reason ?? "-")")
+        print("hostile camera (\(vendor), \(mode)): peak RSS \(peak) MiB, reason: \(cam?.reason ?? "-")")
         await gw.stop()
     }
 }
