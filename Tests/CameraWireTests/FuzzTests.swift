@@ -48,6 +48,20 @@ import LiveViewCore
         return true
     }
 
+    /// Up to three sorted cut points inside `count` bytes (at least `least` of them).
+    static func cuts(_ count: Int, _ rng: inout SplitMix64, least: Int = 0) -> [Int] {
+        (0..<Int.random(in: least...3, using: &rng)).map { _ in Int.random(in: 0...count, using: &rng) }.sorted()
+    }
+
+    /// `input` cut at `cuts` (sorted): consecutive slices, with the input's indices, covering all of it.
+    static func pieces(_ input: [UInt8], at cuts: [Int]) -> [ArraySlice<UInt8>] {
+        var start = 0
+        return (cuts + [input.count]).map { c in
+            defer { start = c }
+            return input[start..<c]
+        }
+    }
+
     @Test(arguments: Gen.streamFormats)
     func streamFormats(format: WireFormat) {
         var rng = SplitMix64(seed: 0xF022 &+ UInt64(format.rawValue.count) &* 31)
@@ -67,17 +81,15 @@ import LiveViewCore
             var p = AnyStreamParser(format, limits: limits)
             var got: [FrameRecord] = []
             var maxBuffered = 0
-            var start = 0
-            let cuts = (0..<Int.random(in: 0...3, using: &rng)).map { _ in Int.random(in: 0...input.count, using: &rng) }.sorted()
-            for c in cuts + [input.count] {
-                p.feed(input[start..<c]) { ev in
+            let cuts = Self.cuts(input.count, &rng)
+            for piece in Self.pieces(input, at: cuts) {
+                p.feed(piece) { ev in
                     if case .frame(let f) = ev {
                         if !Self.checkFrame(f) { bad += 1 }
                         got.append(FrameRecord(f))
                     }
                 }
                 maxBuffered = max(maxBuffered, p.buffered)
-                start = c
             }
             p.finish { if case .frame = $0 { bad += 1 } }
             if maxBuffered > limits.maxContainer + 64 { bad += 1 }
@@ -219,14 +231,12 @@ import LiveViewCore
         func decode(_ input: [UInt8], cuts: [Int]) -> (data: [UInt8], issues: [Int]) {
             var d = HTTPChunkedDecoder()
             var out: [UInt8] = [], issues: [Int] = []
-            var start = 0
-            for c in cuts + [input.count] {
-                d.decode(input[start..<c], run: { piece, offset in
+            for chunk in Self.pieces(input, at: cuts) {
+                d.decode(chunk, run: { piece, offset in
                     // Each piece is the input's own bytes at the offset it names.
-                    if offset != piece.startIndex || piece.startIndex < start || piece.endIndex > c { bad += 1 }
+                    if offset != piece.startIndex || piece.startIndex < chunk.startIndex || piece.endIndex > chunk.endIndex { bad += 1 }
                     out += piece
                 }, issue: { issues.append($0.offset) })
-                start = c
             }
             return (out, issues)
         }
@@ -235,7 +245,7 @@ import LiveViewCore
             let whole = decode(input, cuts: [])
             data += whole.data.count
             // However the body is split, the same data and the same problems.
-            let cuts = (0..<Int.random(in: 1...3, using: &rng)).map { _ in Int.random(in: 0...input.count, using: &rng) }.sorted()
+            let cuts = Self.cuts(input.count, &rng, least: 1)
             let split = decode(input, cuts: cuts)
             if split.data != whole.data || split.issues != whole.issues { bad += 1 }
             if bad > 0 { Issue.record("chunked iteration \(it): invariant broken (cuts \(cuts))"); break }
@@ -255,11 +265,7 @@ import LiveViewCore
         func decode(_ input: [UInt8], cuts: [Int]) -> (packets: [[UInt8]], left: Int, failed: WireIssue?) {
             var dec = PTPIPPacketDecoder(limits: limits)
             var out: [[UInt8]] = []
-            var start = 0
-            for c in cuts + [input.count] {
-                dec.feed(input[start..<c]) { out.append($0.bytes) }
-                start = c
-            }
+            for piece in Self.pieces(input, at: cuts) { dec.feed(piece) { out.append($0.bytes) } }
             return (out, dec.buffer.count, dec.failed)
         }
         for it in 0..<Self.iterations {
@@ -269,7 +275,7 @@ import LiveViewCore
             // Until a failure, every byte is in a packet or still buffered.
             if whole.failed == nil && whole.packets.reduce(0, { $0 + $1.count }) + whole.left != input.count { bad += 1 }
             // However the input is split, the same packets and the same failure.
-            let cuts = (0..<Int.random(in: 1...3, using: &rng)).map { _ in Int.random(in: 0...input.count, using: &rng) }.sorted()
+            let cuts = Self.cuts(input.count, &rng, least: 1)
             let split = decode(input, cuts: cuts)
             if split.packets != whole.packets || split.failed != whole.failed { bad += 1 }
             if bad > 0 { Issue.record("ptpip iteration \(it): invariant broken (cuts \(cuts))"); break }

@@ -99,7 +99,7 @@ public struct CameraHTTP: Sendable {
         let what = "\(method) \(url)"
         let exchange = Task {
             try await withThrowingTaskGroup(of: HTTPResponse.self) { group in
-                group.addTask { try await Self.exchange(request, url: url, deadline: .now() + timeout, limit: limit) }
+                group.addTask { try await Self.exchange(request, what, url: url, deadline: .now() + timeout, limit: limit) }
                 group.addTask {
                     try await Task.sleep(for: .nanoseconds(timeout.nanoseconds))
                     throw CameraHTTPError.timedOut(what)
@@ -112,9 +112,8 @@ public struct CameraHTTP: Sendable {
         return try await exchange.value
     }
 
-    private static func exchange(_ request: HTTPClientRequest, url: HTTPURL, deadline: NIODeadline,
+    private static func exchange(_ request: HTTPClientRequest, _ what: String, url: HTTPURL, deadline: NIODeadline,
                                  limit: Int) async throws -> HTTPResponse {
-        let what = "\(request.method.rawValue) \(url)"
         let response: HTTPClientResponse
         do {
             response = try await client.execute(request, deadline: deadline)
