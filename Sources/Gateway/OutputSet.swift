@@ -42,7 +42,7 @@ final class OutputSet: Sendable {
     /// Starts GStreamer, the RTSP server and (when asked) the webcam; throws with a clear reason.
     func startServers() throws {
         let runtime = try GStreamerRuntime(logger: logger)
-        for element in ["appsrc", "jpegparse", "rtpjpegpay", "x264enc", "rtph264pay", "matroskamux", "hlssink2"]
+        for element in ["appsrc", "rtpjpegpay", "x264enc", "rtph264pay", "matroskamux", "hlssink2"]
         where !GStreamerRuntime.hasElement(element) {
             throw MediaError("GStreamer element '\(element)' is missing; run deploy/install-deps.sh")
         }

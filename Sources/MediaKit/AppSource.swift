@@ -89,6 +89,21 @@ final class AppSource: @unchecked Sendable {
         }
     }
 
+    /// Sets JPEG caps with the frame's size when it changed. The payloader (`rtpjpegpay`) wants the
+    /// size in its caps; the JPEG branch already knows it from the SOF, so no `jpegparse` runs per
+    /// frame. `fps` is the camera's nominal rate (the SDP's framerate).
+    func ensureJPEGCaps(width: Int, height: Int, fps: Int) {
+        let changed = state.withLock { s -> Bool in
+            guard s.capsWidth != width || s.capsHeight != height else { return false }
+            s.capsWidth = width
+            s.capsHeight = height
+            return true
+        }
+        if changed {
+            _ = lg_app_src_set_caps_string(element, "image/jpeg,width=\(width),height=\(height),framerate=\(max(1, fps))/1")
+        }
+    }
+
     /// Pushes the frame's JPEG bytes without copying: the buffer holds one owner of the frame and
     /// releases it in its destroy notify. Returns true when the appsrc accepted the buffer.
     @discardableResult

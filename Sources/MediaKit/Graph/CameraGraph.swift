@@ -77,7 +77,7 @@ public final class CameraGraph: Sendable {
         self.presence = presence
         self.logger = logger
         let id = configuration.id
-        jpeg = JPEGBranch(id: id, hub: hub, linger: configuration.linger,
+        jpeg = JPEGBranch(id: id, hub: hub, linger: configuration.linger, fps: configuration.fps,
                           reencodeQuality: configuration.reencodeQuality, logger: logger)
         pictures = try AnnotatedStream(name: id, hub: hub, overlay: configuration.overlay,
                                        linger: configuration.linger, logger: logger)

@@ -17,6 +17,8 @@ public final class JPEGBranch: Sendable {
     private let viewerTotals = Mutex((delivered: 0, skipped: 0))
     private let running = Mutex<(pacer: FramePacer, worker: FrameWorker)?>(nil)
     private let reencodeQuality: Int
+    /// The camera's nominal frame rate (the raw mount's caps and SDP).
+    private let fps: Int
     let counters = Counters()
     private let gate: DemandGate
 
@@ -29,8 +31,9 @@ public final class JPEGBranch: Sendable {
         let replaced = Atomic<Int>(0)
     }
 
-    init(id: String, hub: FrameHub, linger: Duration, reencodeQuality: Int = 85, logger: Logger) {
+    init(id: String, hub: FrameHub, linger: Duration, fps: Int, reencodeQuality: Int = 85, logger: Logger) {
         self.id = id
+        self.fps = fps
         self.hub = hub
         self.logger = logger
         self.reencodeQuality = reencodeQuality
@@ -93,6 +96,7 @@ public final class JPEGBranch: Sendable {
         let viewers = self.viewers
         let counters = self.counters
         let id = self.id
+        let fps = self.fps
         let log = logger
         let reencoder: Reencoder
         do {
@@ -108,7 +112,8 @@ public final class JPEGBranch: Sendable {
             do {
                 let f = try reencoder.reencode(frame)
                 counters.reencoded.wrappingAdd(1, ordering: .relaxed)
-                JPEGBranch.push(f, arrival: frame.arrivalNanos, to: sinks.current(), counters: counters)
+                JPEGBranch.push(f, width: f.width, height: f.height, fps: fps, arrival: frame.arrivalNanos,
+                                to: sinks.current(), counters: counters)
                 f.release()
             } catch {
                 if counters.errors.wrappingAdd(1, ordering: .relaxed).newValue % 100 == 1 {
@@ -123,8 +128,9 @@ public final class JPEGBranch: Sendable {
             if sinks.count == 0 {
                 frame.release()
                 completion()
-            } else if JPEGScanner.rtpCompatibility(of: frame.bytes) == .compatible {
-                JPEGBranch.push(frame, arrival: frame.arrivalNanos, to: sinks.current(), counters: counters)
+            } else if let info = try? JPEGScanner.headers(frame.bytes), info.rtpCompatibility == .compatible {
+                JPEGBranch.push(frame, width: info.width, height: info.height, fps: fps, arrival: frame.arrivalNanos,
+                                to: sinks.current(), counters: counters)
                 frame.release()
                 completion()
             } else {
@@ -136,9 +142,12 @@ public final class JPEGBranch: Sendable {
         hub.attach(pacer)
     }
 
-    /// Wraps `frame` zero-copy into every consumer's appsrc, stamped in each one's running time.
-    private static func push(_ frame: Frame, arrival: UInt64, to targets: [AppSource], counters: Counters) {
+    /// Wraps `frame` zero-copy into every consumer's appsrc, stamped in each one's running time, with
+    /// caps that carry its size (set only when the size changes).
+    private static func push(_ frame: Frame, width: Int, height: Int, fps: Int, arrival: UInt64, to targets: [AppSource],
+                             counters: Counters) {
         for s in targets {
+            s.ensureJPEGCaps(width: width, height: height, fps: fps)
             guard let pts = s.runningTime(arrivalNanos: arrival) else {
                 counters.notReady.wrappingAdd(1, ordering: .relaxed)
                 continue
