@@ -77,15 +77,8 @@ final class AppSource: @unchecked Sendable {
 
     /// Sets raw-video caps for a decoded picture size when it changed (full-range BT.601, as decoded JPEGs are).
     func ensureRawCaps(width: Int, height: Int, fps: Int) {
-        let changed = state.withLock { s -> Bool in
-            guard s.capsWidth != width || s.capsHeight != height else { return false }
-            s.capsWidth = width
-            s.capsHeight = height
-            return true
-        }
-        if changed {
-            _ = lg_app_src_set_caps_string(element,
-                "video/x-raw,format=I420,width=\(width),height=\(height),framerate=\(fps)/1,pixel-aspect-ratio=1/1,colorimetry=1:4:0:0")
+        setCaps(width: width, height: height) {
+            "video/x-raw,format=I420,width=\(width),height=\(height),framerate=\(fps)/1,pixel-aspect-ratio=1/1,colorimetry=1:4:0:0"
         }
     }
 
@@ -93,15 +86,19 @@ final class AppSource: @unchecked Sendable {
     /// size in its caps; the JPEG branch already knows it from the SOF, so no `jpegparse` runs per
     /// frame. `fps` is the camera's nominal rate (the SDP's framerate).
     func ensureJPEGCaps(width: Int, height: Int, fps: Int) {
+        setCaps(width: width, height: height) { "image/jpeg,width=\(width),height=\(height),framerate=\(max(1, fps))/1" }
+    }
+
+    /// Sets the caps `text()` describes when the size differs from the last caps set (the string is
+    /// built only then: nothing is allocated per frame).
+    private func setCaps(width: Int, height: Int, _ text: () -> String) {
         let changed = state.withLock { s -> Bool in
             guard s.capsWidth != width || s.capsHeight != height else { return false }
             s.capsWidth = width
             s.capsHeight = height
             return true
         }
-        if changed {
-            _ = lg_app_src_set_caps_string(element, "image/jpeg,width=\(width),height=\(height),framerate=\(max(1, fps))/1")
-        }
+        if changed { _ = lg_app_src_set_caps_string(element, text()) }
     }
 
     /// Pushes the frame's JPEG bytes without copying: the buffer holds one owner of the frame and
