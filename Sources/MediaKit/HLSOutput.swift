@@ -60,7 +60,13 @@ public final class HLSOutput: Sendable {
         let linger = configuration.linger.nanoseconds
         // Stops a camera's HLS once nobody asked for its playlist or segments for `linger`.
         reaper = Task.detached {
+            var started = cameras.started.wakeups.makeAsyncIterator()
             while !Task.isCancelled {
+                // No camera's HLS running: no timer either, until a request starts one.
+                if !cameras.all.contains(where: \.isRunning) {
+                    guard await started.next() != nil else { return }
+                    continue
+                }
                 try? await Task.sleep(for: .milliseconds(500))
                 let now = MonotonicClock.nanos()
                 for c in cameras.all where c.isRunning && now &- c.lastRequest > linger {
@@ -91,7 +97,10 @@ public final class HLSOutput: Sendable {
     public func request(camera id: String, playlist: Bool) async -> Readiness {
         guard let camera = cameras.map.withLock({ $0[id] }) else { return .unknownCamera }
         camera.touch()
-        if !camera.isRunning { camera.start() }
+        if !camera.isRunning {
+            camera.start()
+            cameras.started.wake()
+        }
         guard playlist else { return .ready }
         let deadline = MonotonicClock.nanos() + configuration.startTimeout.nanoseconds
         while !FileManager.default.fileExists(atPath: playlistPath(for: id)) {
@@ -126,6 +135,8 @@ public final class HLSOutput: Sendable {
 final class HLSCameraList: Sendable {
     let map = Mutex<[String: HLSCamera]>([:])
     var all: [HLSCamera] { map.withLock { Array($0.values) } }
+    /// Wakes the idle reaper when a request started a camera's HLS.
+    let started = WakeSignal()
 }
 
 /// One camera's HLS: started by requests, stopped by the reaper.

@@ -81,7 +81,13 @@ public final class WHEPOutput: Sendable {
         let c = configuration
         let log = logger
         reaper = Task.detached {
+            var added = state.added.wakeups.makeAsyncIterator()
             while !Task.isCancelled {
+                // No session to follow: no timer either, until one is added (ends when cancelled).
+                if state.count == 0 {
+                    guard await added.next() != nil else { return }
+                    continue
+                }
                 try? await Task.sleep(for: .milliseconds(100))
                 for s in state.all() {
                     let asked = s.serveKeyframeRequests()
@@ -193,7 +199,13 @@ final class WHEPState: Sendable {
 
     func unreserve() { negotiating.withLock { $0 -= 1 } }
 
-    func add(_ s: WHEPSession) { sessions.withLock { $0[s.id] = s } }
+    /// Wakes the idle reaper when a session is added.
+    let added = WakeSignal()
+
+    func add(_ s: WHEPSession) {
+        sessions.withLock { $0[s.id] = s }
+        added.wake()
+    }
     func get(_ id: String) -> WHEPSession? { sessions.withLock { $0[id] } }
     func remove(_ id: String) -> WHEPSession? {
         guard let s = sessions.withLock({ $0.removeValue(forKey: id) }) else { return nil }

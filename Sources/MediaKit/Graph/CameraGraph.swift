@@ -86,12 +86,16 @@ public final class CameraGraph: Sendable {
         enc.linger = configuration.linger
         encoded = EncodedBranch(id: id, pictures: pictures, runtime: runtime, configuration: enc, logger: logger)
         slate = SlateSource(name: id)
-        let period = Duration.nanoseconds(Int64(1_000_000_000 / max(1, configuration.slateFPS)))
+        let slatePeriod = Duration.nanoseconds(Int64(1_000_000_000 / max(1, configuration.slateFPS)))
+        // While the camera streams, the tick only watches for a stall and for starved sessions
+        // (both measured in seconds): 2 ticks a second. While it is away, the slate's rate.
+        let livePeriod = max(slatePeriod, .milliseconds(500))
         let task = Task.detached { [weak self] in
+            var period = slatePeriod
             while !Task.isCancelled {
                 try? await Task.sleep(for: period)
                 guard let self else { return }
-                self.tick()
+                period = self.tick() ? slatePeriod : livePeriod
             }
         }
         ticker.withLock { $0 = task }
@@ -124,7 +128,8 @@ public final class CameraGraph: Sendable {
         [jpeg.outputStats(), jpeg.viewerStats(), pictures.stats(camera: configuration.id), encoded.outputStats()]
     }
 
-    private func tick() {
+    /// Returns true while the camera is away or not streaming (the slate's rate applies).
+    private func tick() -> Bool {
         let now = MonotonicClock.nanos()
         let published = hub.published - slate.framesPublished
         let stallNanos = configuration.stallAfter.nanoseconds
@@ -158,6 +163,7 @@ public final class CameraGraph: Sendable {
             slate.publish(presenceNow, width: w, height: h, into: hub)
         }
         checkStarvation(now: now)
+        return away || p.state != "streaming"
     }
 
     private func checkStarvation(now: UInt64) {
