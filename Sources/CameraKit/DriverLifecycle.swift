@@ -11,24 +11,33 @@ public protocol FatalDriverError: Error, CustomStringConvertible {}
 public final class DriverLifecycle: Sendable {
     private let stateBox = Mutex(CameraState.stopped)
     private let task = Mutex<Task<Void, Never>?>(nil)
-    private let lastFrame = Mutex<UInt64>(0)
+    /// The stall clock: when the last frame (or datagram, or session start) was noted, in
+    /// nanoseconds of `elapsed` (lock-free: it is written per frame or datagram).
+    private let lastActivity = Atomic<UInt64>(0)
     private let lastErrorBox = Mutex<String?>(nil)
     let logger: Logger
     let name: String
     let stats: DriverStats
     /// Largest pause between reconnect attempts.
     public let maxBackoff: Duration
-    /// What the back-off pauses sleep on (a test's manual clock in the unit tests).
+    /// What the back-off pauses and the drivers' watchdog ticks sleep on, and what the stall clock
+    /// reads (a test's manual clock in the unit tests).
     let clock: any Clock<Duration>
+    /// Time on `clock` since this lifecycle was made.
+    private let elapsed: @Sendable () -> Duration
 
     public init(name: String, logger: Logger, stats: DriverStats, maxBackoff: Duration = .seconds(2),
-                clock: any Clock<Duration> = ContinuousClock()) {
+                clock: some Clock<Duration> = ContinuousClock()) {
         self.name = name
         self.logger = logger
         self.stats = stats
         self.maxBackoff = maxBackoff
         self.clock = clock
+        let origin = clock.now
+        elapsed = { origin.duration(to: clock.now) }
     }
+
+    private var nowNanos: UInt64 { elapsed().nanoseconds }
 
     public var state: CameraState { stateBox.withLock { $0 } }
 
@@ -43,15 +52,24 @@ public final class DriverLifecycle: Sendable {
 
     /// Notes a frame (for the stall watchdog) and marks the camera as streaming.
     public func frameArrived() {
-        lastFrame.withLock { $0 = MonotonicClock.nanos() }
+        resetStallClock()
         if state != .streaming { setState(.streaming) }
     }
 
-    /// Nanoseconds since the last frame (or since `resetStallClock`).
-    public var idleNanos: UInt64 { MonotonicClock.nanos() &- lastFrame.withLock { $0 } }
+    /// Nanoseconds since the last frame (or since `resetStallClock`), on the lifecycle's clock.
+    public var idleNanos: UInt64 {
+        let last = lastActivity.load(ordering: .relaxed)  // before "now": a frame noted in between is not a stall
+        let now = nowNanos
+        return now > last ? now - last : 0
+    }
 
-    /// Starts the stall clock afresh (at the start of a session).
-    public func resetStallClock() { lastFrame.withLock { $0 = MonotonicClock.nanos() } }
+    /// Starts the stall clock afresh: at the start of a session, and for every sign of life that
+    /// is not a frame (a datagram of one, a restarted stream).
+    public func resetStallClock() { lastActivity.store(nowNanos, ordering: .relaxed) }
+
+    /// One tick of a driver's watchdog loop: sleeps on the lifecycle's clock (throws when the
+    /// session's task is cancelled).
+    public func tick(_ interval: Duration) async throws { try await clock.sleep(for: interval) }
 
     /// The last session error, for diagnostics.
     public var lastError: String? { lastErrorBox.withLock { $0 } }

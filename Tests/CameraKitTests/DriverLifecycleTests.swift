@@ -90,4 +90,33 @@ import TestSupport
         await lifecycle.stop()
         #expect(lifecycle.state == .stopped)
     }
+
+    /// The stall clock every driver's watchdog reads runs on the lifecycle's clock: idle time is
+    /// what the clock says since the last frame or sign of life, and a watchdog tick sleeps on it.
+    @Test func theStallClockAndTheWatchdogTickRunOnTheInjectedClock() async throws {
+        let clock = ManualClock()
+        let lifecycle = DriverLifecycle(name: "test", logger: Logger(label: "test"), stats: DriverStats(), clock: clock)
+        lifecycle.resetStallClock()
+        #expect(lifecycle.idleNanos == 0)
+        clock.advance(by: .milliseconds(2_500))
+        #expect(lifecycle.idleNanos == 2_500_000_000)
+        lifecycle.frameArrived()
+        #expect(lifecycle.idleNanos == 0 && lifecycle.state == .streaming)
+        clock.advance(by: .milliseconds(700))
+        #expect(lifecycle.idleNanos == 700_000_000)
+        lifecycle.resetStallClock()  // a datagram: a sign of life that is not a frame
+        #expect(lifecycle.idleNanos == 0)
+
+        let ticked = Collected(false)
+        let watchdog = Task {
+            try await lifecycle.tick(.milliseconds(100))
+            ticked.withLock { $0 = true }
+        }
+        #expect(await eventually { clock.sleeping == 1 })
+        clock.advance(by: .milliseconds(99))
+        #expect(clock.sleeping == 1 && !ticked.withLock { $0 }, "the tick ended before 100 ms")
+        clock.advance(by: .milliseconds(1))
+        #expect(await eventually { ticked.withLock { $0 } }, "the tick did not end at 100 ms")
+        try await watchdog.value
+    }
 }

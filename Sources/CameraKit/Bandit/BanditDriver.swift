@@ -45,7 +45,6 @@ public final class BanditDriver: CameraDriver, Sendable {
     private let pool = FramePool(capacity: 24, frameBytes: 128 * 1024)
     private let lifecycle: DriverLifecycle
     private let channels = Mutex<[any Channel]>([])
-    private let lastDatagramNanos = Mutex<UInt64>(0)
     private let restartRequested = Mutex(false)
     private let backchannelClosed = Mutex(false)
     private let eventLog = Mutex<[BanditEvent]>([])
@@ -62,7 +61,7 @@ public final class BanditDriver: CameraDriver, Sendable {
 
     public init(endpoint: BanditEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
         self.endpoint = endpoint
-        self.rest = BanditREST(endpoint: endpoint, group: group)
+        self.rest = BanditREST(endpoint: endpoint)
         self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats)
         self.group = group
         self.cameraIndex = cameraIndex
@@ -153,7 +152,7 @@ public final class BanditDriver: CameraDriver, Sendable {
                         onFrame: { _ in lifecycle.frameArrived() })
                     try ch.pipeline.syncOperations.addHandler(BanditViewfinderHandler(
                         ingest: ingest, acceptFrom: acceptFrom,
-                        onDatagram: { [weak self] in self?.lastDatagramNanos.withLock { $0 = MonotonicClock.nanos() } }))
+                        onDatagram: { lifecycle.resetStallClock() }))
                 }
             }
             .bind(host: bindHost, port: endpoint.viewfinderPort).get()
@@ -166,7 +165,7 @@ public final class BanditDriver: CameraDriver, Sendable {
         let backchannel = await connectBackchannel(port: status.backchannelPort)
 
         restartRequested.withLock { $0 = false }
-        lastDatagramNanos.withLock { $0 = MonotonicClock.nanos() }
+        lifecycle.resetStallClock()
         do {
             try await startViewfinder(port: port)
             try await watch(udp: udp, backchannel: backchannel, port: port)
@@ -203,7 +202,7 @@ public final class BanditDriver: CameraDriver, Sendable {
         let stallNanos = stallTimeout.nanoseconds
         try await withTaskCancellationHandler {
             while !Task.isCancelled {
-                try await Task.sleep(for: .milliseconds(100))
+                try await lifecycle.tick(.milliseconds(100))
                 guard udp.isActive else { throw SessionEnded(description: "viewfinder socket closed") }
                 if backchannel != nil, backchannelClosed.withLock({ $0 }) {
                     throw SessionEnded(description: "backchannel closed by the camera")
@@ -218,16 +217,16 @@ public final class BanditDriver: CameraDriver, Sendable {
                         logger.warning("bandit camera stopped the viewfinder; restarting it")
                         restarts.withLock { $0 += 1 }
                         try await startViewfinder(port: port)
-                        lastDatagramNanos.withLock { $0 = MonotonicClock.nanos() }
+                        lifecycle.resetStallClock()
                     }
                 }
-                let idle = MonotonicClock.nanos() &- lastDatagramNanos.withLock { $0 }
+                let idle = lifecycle.idleNanos
                 if idle > stallNanos {
                     logger.warning("bandit viewfinder stalled for \(idle / 1_000_000) ms; restarting it")
                     restarts.withLock { $0 += 1 }
                     _ = try await rest.call("POST", "viewfinder", body: ["viewfinder_active": false], timeout: .seconds(2))
                     try await startViewfinder(port: port)
-                    lastDatagramNanos.withLock { $0 = MonotonicClock.nanos() }
+                    lifecycle.resetStallClock()
                 }
             }
         } onCancel: {

@@ -10,7 +10,7 @@ public final class BanditREST: Sendable {
     private let versionBox = Mutex<String?>(nil)
     private let log = Mutex<[(method: String, path: String)]>([])
 
-    public init(endpoint: BanditEndpoint, group: any EventLoopGroup) {
+    public init(endpoint: BanditEndpoint) {
         self.endpoint = endpoint
         self.client = CameraHTTP()
     }

@@ -29,7 +29,7 @@ public struct OlympusCGI: Sendable {
     let http: CameraHTTP
     public let timeout: TimeAmount
 
-    public init(endpoint: OlympusEndpoint, group: any EventLoopGroup, timeout: TimeAmount = .seconds(5)) {
+    public init(endpoint: OlympusEndpoint, timeout: TimeAmount = .seconds(5)) {
         self.endpoint = endpoint
         self.http = CameraHTTP()
         self.timeout = timeout

@@ -48,7 +48,6 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
     private let pool = FramePool(capacity: 24, frameBytes: 128 * 1024)
     private let lifecycle: DriverLifecycle
     private let current = Mutex(Session())
-    private let lastDatagram = Atomic<UInt64>(0)
 
     public init(endpoint: OlympusEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0, options: Options = Options(),
                 logger: Logger) {
@@ -57,7 +56,7 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
         self.cameraIndex = cameraIndex
         self.options = options
         self.logger = logger
-        self.cgi = OlympusCGI(endpoint: endpoint, group: group)
+        self.cgi = OlympusCGI(endpoint: endpoint)
         self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats, maxBackoff: options.maxBackoff)
     }
 
@@ -147,7 +146,6 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
         let watch = cardWatch, cardCGI = cgi
         let watcher = Task { await watch.run(cgi: cardCGI) }
         defer { watcher.cancel() }
-        lastDatagram.store(MonotonicClock.nanos(), ordering: .relaxed)
         lifecycle.resetStallClock()
         let start = [("com", "startliveview"), ("port", String(port))]
         try await cgi.get("exec_takemisc", start)
@@ -155,8 +153,8 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
         var restarted = false
         do {
             while channel.isActive {
-                try await Task.sleep(for: .milliseconds(100))
-                let idle = MonotonicClock.nanos() &- lastDatagram.load(ordering: .relaxed)
+                try await lifecycle.tick(.milliseconds(100))
+                let idle = lifecycle.idleNanos
                 if idle > deadNanos {
                     throw CameraControlError.unavailable("no live-view datagram for \(idle / 1_000_000) ms")
                 } else if idle > restartNanos && !restarted {
@@ -188,9 +186,7 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
         let liveViewSize = endpoint.afSpace == .lvqty ? endpoint.liveViewSize : nil
         let fps = endpoint.fps
         let lifecycle = self.lifecycle
-        let onDatagram: @Sendable () -> Void = { [weak self] in
-            self?.lastDatagram.store(MonotonicClock.nanos(), ordering: .relaxed)
-        }
+        let onDatagram: @Sendable () -> Void = { lifecycle.resetStallClock() }
         let onFrame: @Sendable (OlympusRTP.Metadata) -> Void = { [weak self] m in
             lifecycle.frameArrived()
             self?.current.withLock { $0.lastMetadata = m }

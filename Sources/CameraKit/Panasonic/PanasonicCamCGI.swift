@@ -54,7 +54,7 @@ public final class PanasonicCamCGI: Sendable {
     private let handshakeTask = Mutex<Task<PanasonicAccessGeneration, any Error>?>(nil)
     private let requestLog = Mutex<[String]>([])
 
-    public init(endpoint: PanasonicEndpoint, group: any EventLoopGroup, timing: PanasonicTiming = .init(),
+    public init(endpoint: PanasonicEndpoint, timing: PanasonicTiming = .init(),
                 logger: Logger) {
         self.endpoint = endpoint
         self.timing = timing

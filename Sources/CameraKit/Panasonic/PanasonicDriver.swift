@@ -30,7 +30,7 @@ public final class PanasonicDriver: CameraDriver, Sendable {
         self.group = group
         self.cameraIndex = cameraIndex
         self.logger = logger
-        self.camcgi = PanasonicCamCGI(endpoint: endpoint, group: group, timing: timing, logger: logger)
+        self.camcgi = PanasonicCamCGI(endpoint: endpoint, timing: timing, logger: logger)
         self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats)
     }
 
@@ -84,7 +84,7 @@ public final class PanasonicDriver: CameraDriver, Sendable {
         let stallNanos = stallTimeout.nanoseconds
         do {
             while channel.isActive {
-                try await Task.sleep(for: .milliseconds(100))
+                try await lifecycle.tick(.milliseconds(100))
                 if ContinuousClock.now - lastKeepAlive >= camcgi.timing.keepAliveInterval {
                     lastKeepAlive = ContinuousClock.now
                     do {

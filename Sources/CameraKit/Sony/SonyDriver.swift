@@ -22,7 +22,7 @@ public final class SonyDriver: CameraDriver, Sendable {
 
     /// `endpoint` is the JSON-RPC camera service, e.g. `http://192.168.122.1:8080/sony/camera`.
     public init(endpoint: HTTPURL, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
-        self.rpc = SonyRPC(endpoint: endpoint, group: group)
+        self.rpc = SonyRPC(endpoint: endpoint)
         self.group = group
         self.cameraIndex = cameraIndex
         self.logger = logger
@@ -97,7 +97,7 @@ public final class SonyDriver: CameraDriver, Sendable {
         await withTaskCancellationHandler {
             var tick = 0
             while channel.isActive && !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(500))
+                try? await lifecycle.tick(.milliseconds(500))
                 tick += 1
                 if tick % 4 == 0, !(await liveviewStillOn()) {
                     logger.warning("sony camera reports liveview stopped; restarting it")

@@ -14,7 +14,7 @@ public final class SonyRPC: Sendable {
     /// tens of kilobytes; a camera sending more is refused before it costs memory.
     public static let maxReplyBytes = 1024 * 1024
 
-    public init(endpoint: HTTPURL, group: any EventLoopGroup) {
+    public init(endpoint: HTTPURL) {
         self.endpoint = endpoint
         var client = CameraHTTP()
         client.maxBodyBytes = Self.maxReplyBytes
