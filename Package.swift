@@ -110,6 +110,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: ["Gateway", "Vendors", "CameraKit", "CameraEmulators", "LiveViewCore", "JPEGKit", "TestSupport",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"),
                            .product(name: "NIOHTTPTypes", package: "swift-nio-extras")],

@@ -24,7 +24,12 @@ public final class Gateway: ControlModel, Service, Sendable {
         let runtime: CameraRuntime
         let spec: CameraSpec
         let emulator: (any CameraEmulator)?
+        /// Stops its driver and emulator once (its service, a removal or the gateway's stop).
+        let stopper: CameraStopper
     }
+    /// The application's service group: each camera runs as a service in it (none in tests that
+    /// run the gateway alone; `stop()` then stops the cameras itself).
+    private let serviceGroup = Mutex<ServiceGroup?>(nil)
     private let runtimes = Mutex<[Camera]>([])
     private let nextIndex = Mutex(0)
     private let reloading = Mutex(false)
@@ -142,7 +147,18 @@ public final class Gateway: ControlModel, Service, Sendable {
             }
         }
         driver.start(hub: cam.hub)
-        runtimes.withLock { $0.append(Camera(runtime: cam, spec: spec, emulator: emulator)) }
+        let stopper = CameraStopper(driver: driver, emulator: emulator)
+        runtimes.withLock { $0.append(Camera(runtime: cam, spec: spec, emulator: emulator, stopper: stopper)) }
+        if let group = serviceGroup.withLock({ $0 }) {
+            await group.addServiceUnlessShutdown(.init(service: CameraService(id: spec.id, stopper: stopper),
+                                                       successTerminationBehavior: .ignore))
+        }
+    }
+
+    /// Runs every camera as a service of `group` (the application's), from the next camera
+    /// started on: call it before `start()`.
+    public func runCameras(in group: ServiceGroup) {
+        serviceGroup.withLock { $0 = group }
     }
 
     /// Stops one camera and takes it off every output; its recording is finished cleanly.
@@ -151,9 +167,10 @@ public final class Gateway: ControlModel, Service, Sendable {
             guard let i = list.firstIndex(where: { $0.runtime.id == id }) else { return nil }
             return list.remove(at: i)
         }) else { return }
-        await entry.runtime.driver.stop()
+        await entry.stopper.stopDriver()
         outputs.detach(id, index: entry.runtime.index)
-        await entry.emulator?.stop()
+        await entry.stopper.stopEmulator()
+        entry.stopper.serviceEnds()
         metrics.cameraRemoved(id)
         logger.info("camera \(id) removed")
     }
@@ -206,9 +223,9 @@ public final class Gateway: ControlModel, Service, Sendable {
     /// Stops cameras, outputs (finishing recordings) and emulators.
     public func stop() async {
         let all = runtimes.withLock { $0 }
-        for cam in all { await cam.runtime.driver.stop() }
+        for cam in all { await cam.stopper.stopDriver() }
         outputs.stop()
-        for cam in all { await cam.emulator?.stop() }
+        for cam in all { await cam.stopper.stopEmulator() }
     }
 
     /// Called once every camera and output has started (the CLI prints the URLs then).

@@ -215,6 +215,20 @@ struct Run: AsyncParsableCommand {
             if ready.withLock({ n -> Int in n += 1; return n }) == 2 { printBanner(gateway) }
         }
         gateway.onStarted = { _ in oneReady() }
+        let app = Application(
+            router: ControlAPI.buildRouter(model: gateway, access: AccessPolicy(token: options.token, allowedHosts: Set(options.allowedHosts), allowedOrigins: options.allowedOrigins)),
+            server: gateway.httpGuard.http1(),
+            configuration: .init(address: .hostname(options.listen, port: options.httpPort), serverName: "livegate"),
+            onServerRunning: { _ in oneReady() },
+            logger: logger)
+        // One group: the gateway (outputs and media graphs), the HTTP server, the SIGHUP reloader,
+        // and one service per camera that the gateway adds as it starts them. A graceful shutdown
+        // goes backwards: cameras, reloader, HTTP server, then the gateway finishes recordings.
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: gateway), .init(service: app), .init(service: ReloadOnHangup(gateway: gateway, logger: logger))],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        gateway.runCameras(in: group)
         // Cameras and outputs first: a port in use or a missing device stops here, with one clear
         // message, before the HTTP server starts (the service's run() finds them started).
         do {
@@ -223,16 +237,6 @@ struct Run: AsyncParsableCommand {
             await gateway.stop()
             throw CLIError("\(error)")
         }
-        let app = Application(
-            router: ControlAPI.buildRouter(model: gateway, access: AccessPolicy(token: options.token, allowedHosts: Set(options.allowedHosts), allowedOrigins: options.allowedOrigins)),
-            server: gateway.httpGuard.http1(),
-            configuration: .init(address: .hostname(options.listen, port: options.httpPort), serverName: "livegate"),
-            onServerRunning: { _ in oneReady() },
-            logger: logger)
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: gateway), .init(service: app), .init(service: ReloadOnHangup(gateway: gateway, logger: logger))],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
         do {
             try await group.run()
         } catch {

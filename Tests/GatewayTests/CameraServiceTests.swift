@@ -1,0 +1,60 @@
+import CameraKit
+import Foundation
+@testable import Gateway
+import Logging
+import ServiceLifecycle
+import Testing
+import TestSupport
+
+/// Each camera is a service of the application's group: a graceful shutdown stops the cameras
+/// before the services the group was built with (the HTTP server, then the gateway that finishes
+/// recordings), and a camera removed by a reload ends its own service without ending the group.
+@Suite(.timeLimit(.minutes(2))) struct CameraServiceTests {
+    /// A service of the group, shut down after every camera service: what each camera's driver
+    /// said when its turn came.
+    struct Witness: Service {
+        let gateway: Gateway
+        let seen: Collected<[String: CameraState]?>
+        func run() async throws {
+            try? await gracefulShutdown()
+            let states = Dictionary(uniqueKeysWithValues: gateway.cameras.map { ($0.id, $0.driver.state) })
+            seen.withLock { $0 = states }
+        }
+    }
+
+    @Test func camerasStopFirstOnAGracefulShutdownAndARemovedCameraEndsOnlyItsService() async throws {
+        var options = GatewayOptions()
+        options.cameras = [try CameraSpec.parse("a=emulator:sony", index: 0), try CameraSpec.parse("b=emulator:sony", index: 1)]
+        options.rtspPort = 0
+        options.hls = false
+        options.capturesDirectory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("livegate-captures-\(UUID().uuidString)").path
+        var logger = Logger(label: "services")
+        logger.logLevel = .warning
+        let gateway = Gateway(options: options, logger: logger)
+        let seen = Collected<[String: CameraState]?>(nil)
+        let group = ServiceGroup(configuration: .init(services: [.init(service: gateway),
+                                                                 .init(service: Witness(gateway: gateway, seen: seen))],
+                                                      logger: logger))
+        gateway.runCameras(in: group)
+        try await gateway.start()
+        let running = Task { try await group.run() }
+
+        let streaming = await waitUntil(timeout: 20) { gateway.cameras.allSatisfy { $0.driver.state == .streaming } }
+        #expect(streaming, "cameras: \(gateway.cameras.map { "\($0.id) \($0.driver.state)" })")
+
+        // A reload that drops camera b stops it and ends its service; the group runs on.
+        let a = try #require(options.cameras.first)
+        gateway.reloadSource = { [a] }
+        let result = try await gateway.reload()
+        #expect(result.removed == ["b"] && result.unchanged == ["a"])
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(seen.withLock { $0 } == nil, "removing a camera shut the whole group down")
+        #expect(gateway.cameras.map(\.id) == ["a"] && gateway.cameras.first?.driver.state == .streaming)
+
+        await group.triggerGracefulShutdown()
+        try await running.value
+        // Camera a's service had stopped its driver when the witness's turn came.
+        #expect(seen.withLock { $0 } == ["a": .stopped], "states at the witness's shutdown: \(String(describing: seen.withLock { $0 }))")
+    }
+}
