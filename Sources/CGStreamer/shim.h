@@ -6,3 +6,4 @@
 #include <gst/sdp/sdp.h>
 #define GST_USE_UNSTABLE_API 1
 #include <gst/webrtc/webrtc.h>
+#include <malloc.h>

@@ -4,7 +4,6 @@
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
-#include <malloc.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -21,8 +20,6 @@ gboolean lg_gst_init_once(void) {
     }
     return lg_init_ok;
 }
-
-guint64 lg_clock_time_none(void) { return GST_CLOCK_TIME_NONE; }
 
 GstElement *lg_element(gpointer p) { return GST_ELEMENT(p); }
 GstBin *lg_bin(gpointer p) { return GST_BIN(p); }
@@ -85,24 +82,6 @@ void lg_object_set_uint(gpointer obj, const char *name, guint value) { g_object_
 void lg_object_set_uint64(gpointer obj, const char *name, guint64 value) { g_object_set(obj, name, value, NULL); }
 void lg_object_set_int64(gpointer obj, const char *name, gint64 value) { g_object_set(obj, name, value, NULL); }
 void lg_object_set_string(gpointer obj, const char *name, const char *value) { g_object_set(obj, name, value, NULL); }
-
-guint64 lg_element_running_time(GstElement *element) {
-    /* Only in PLAYING with a base time: while a pipeline goes to PLAYING it has its clock before its
-     * base time, and "clock time - 0" is the machine's uptime, a timestamp that a synchronised sink
-     * waits for (a session that gets no media for as long as the machine has been up). */
-    GST_OBJECT_LOCK(element);
-    GstState state = GST_STATE(element);
-    GST_OBJECT_UNLOCK(element);
-    if (state != GST_STATE_PLAYING) return GST_CLOCK_TIME_NONE;
-    GstClockTime base = gst_element_get_base_time(element);
-    if (base == 0 || base == GST_CLOCK_TIME_NONE) return GST_CLOCK_TIME_NONE;
-    GstClock *clock = gst_element_get_clock(element);
-    if (!clock) return GST_CLOCK_TIME_NONE;
-    GstClockTime now = gst_clock_get_time(clock);
-    gst_object_unref(clock);
-    if (now < base) return 0;
-    return now - base;
-}
 
 gboolean lg_app_src_set_caps_string(GstElement *appsrc, const char *caps_string) {
     GstCaps *caps = gst_caps_from_string(caps_string);
@@ -230,9 +209,6 @@ GstRTSPServer *lg_rtsp_server_new(const char *address, const char *service) {
     return server;
 }
 
-/* glibc's malloc_trim (malloc.h is not part of Swift's Glibc module). */
-void lg_malloc_trim(void) { malloc_trim(0); }
-
 int lg_tcp_progress(int fd, guint64 *acked, guint32 *queued) {
     struct tcp_info info;
     socklen_t len = sizeof(info);
@@ -330,68 +306,39 @@ guint lg_rtsp_server_client_count(GstRTSPServer *server) {
     return n;
 }
 
-/* Waits for a webrtcbin promise; returns its reply (owned by the promise) or NULL, with *error set
-   from the reply's "error" field when there is one. */
-static const GstStructure *lg_promise_reply(GstPromise *p, char **error) {
-    GstPromiseResult r = gst_promise_wait(p);
-    const GstStructure *reply = r == GST_PROMISE_RESULT_REPLIED ? gst_promise_get_reply(p) : NULL;
-    if (reply && gst_structure_has_field(reply, "error")) {
-        GError *e = NULL;
-        gst_structure_get(reply, "error", G_TYPE_ERROR, &e, NULL);
-        *error = g_strdup(e ? e->message : "webrtcbin refused the description");
-        if (e) g_error_free(e);
-        return NULL;
-    }
-    return reply;
+void lg_webrtc_set_description(GstElement *webrtc, gboolean remote, GstWebRTCSessionDescription *desc, GstPromise *promise) {
+    g_signal_emit_by_name(webrtc, remote ? "set-remote-description" : "set-local-description", desc, promise);
 }
 
-char *lg_webrtc_answer(GstElement *webrtc, const char *offer, guint gather_timeout_ms, char **error) {
-    *error = NULL;
-    GstSDPMessage *sdp = NULL;
-    if (gst_sdp_message_new_from_text(offer, &sdp) != GST_SDP_OK || gst_sdp_message_medias_len(sdp) == 0) {
-        if (sdp) gst_sdp_message_free(sdp);
-        *error = g_strdup("the offer is not an SDP with media");
-        return NULL;
-    }
-    GstWebRTCSessionDescription *remote = gst_webrtc_session_description_new(GST_WEBRTC_SDP_TYPE_OFFER, sdp);
-    GstPromise *p = gst_promise_new();
-    g_signal_emit_by_name(webrtc, "set-remote-description", remote, p);
-    lg_promise_reply(p, error);
-    gst_promise_unref(p);
-    gst_webrtc_session_description_free(remote);
-    if (*error) return NULL;
+void lg_webrtc_create_answer(GstElement *webrtc, GstPromise *promise) {
+    g_signal_emit_by_name(webrtc, "create-answer", NULL, promise);
+}
 
-    p = gst_promise_new();
-    g_signal_emit_by_name(webrtc, "create-answer", NULL, p);
-    const GstStructure *reply = lg_promise_reply(p, error);
+char *lg_promise_reply_error(const GstStructure *reply) {
+    if (!reply || !gst_structure_has_field(reply, "error")) return NULL;
+    GError *e = NULL;
+    gst_structure_get(reply, "error", G_TYPE_ERROR, &e, NULL);
+    char *text = g_strdup(e ? e->message : "webrtcbin refused the description");
+    if (e) g_error_free(e);
+    return text;
+}
+
+GstWebRTCSessionDescription *lg_promise_reply_answer(const GstStructure *reply) {
     GstWebRTCSessionDescription *answer = NULL;
     if (reply) gst_structure_get(reply, "answer", GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &answer, NULL);
-    gst_promise_unref(p);
-    if (!answer) {
-        if (!*error) *error = g_strdup("webrtcbin made no answer");
-        return NULL;
-    }
-    p = gst_promise_new();
-    g_signal_emit_by_name(webrtc, "set-local-description", answer, p);
-    lg_promise_reply(p, error);
-    gst_promise_unref(p);
-    gst_webrtc_session_description_free(answer);
-    if (*error) return NULL;
+    return answer;
+}
 
-    /* Non-trickle: the answer carries every candidate, so wait for gathering (0.2-0.4 s on loopback). */
-    gint64 end = g_get_monotonic_time() + (gint64)gather_timeout_ms * 1000;
-    for (;;) {
-        GstWebRTCICEGatheringState state = GST_WEBRTC_ICE_GATHERING_STATE_NEW;
-        g_object_get(webrtc, "ice-gathering-state", &state, NULL);
-        if (state == GST_WEBRTC_ICE_GATHERING_STATE_COMPLETE || g_get_monotonic_time() >= end) break;
-        g_usleep(10 * 1000);
-    }
+gint lg_webrtc_gathering_state(GstElement *webrtc) {
+    GstWebRTCICEGatheringState state = GST_WEBRTC_ICE_GATHERING_STATE_NEW;
+    g_object_get(webrtc, "ice-gathering-state", &state, NULL);
+    return (gint)state;
+}
+
+char *lg_webrtc_local_sdp(GstElement *webrtc) {
     GstWebRTCSessionDescription *local = NULL;
     g_object_get(webrtc, "local-description", &local, NULL);
-    if (!local) {
-        *error = g_strdup("webrtcbin has no local description");
-        return NULL;
-    }
+    if (!local) return NULL;
     char *text = gst_sdp_message_as_text(local->sdp);
     gst_webrtc_session_description_free(local);
     return text;

@@ -40,8 +40,7 @@ final class AppSource: @unchecked Sendable {
     /// them (the old "never go backwards" rule after the pipeline's base time moved) starves a client
     /// silently. When the running time itself went back (a new base time), the stamps restart there.
     func runningTime(arrivalNanos: UInt64) -> UInt64? {
-        let rt = lg_element_running_time(element)
-        guard rt != lg_clock_time_none() else {
+        guard let rt = GStreamerTime.runningTime(of: element) else {
             state.withLock { $0.notReady += 1 }
             return nil
         }
@@ -110,7 +109,7 @@ final class AppSource: @unchecked Sendable {
         let buf = lg_buffer_new_wrapped(frame.bytes.baseAddress, gsize(frame.count), user, { p in
             Unmanaged<Frame>.fromOpaque(p!).takeRetainedValue().release()
         })!
-        lg_buffer_set_timing(buf, guint64(pts), guint64(duration ?? UInt64(lg_clock_time_none())))
+        lg_buffer_set_timing(buf, guint64(pts), guint64(duration ?? GStreamerTime.none))
         return finishPush(buf)
     }
 
@@ -122,7 +121,7 @@ final class AppSource: @unchecked Sendable {
         let buf = lg_buffer_new_wrapped(picture.bytes.baseAddress, gsize(picture.layout.byteCount), user, { p in
             Unmanaged<I420Picture>.fromOpaque(p!).takeRetainedValue().release()
         })!
-        lg_buffer_set_timing(buf, guint64(pts), guint64(duration ?? UInt64(lg_clock_time_none())))
+        lg_buffer_set_timing(buf, guint64(pts), guint64(duration ?? GStreamerTime.none))
         for a in picture.afAreas where a.kind != .invalid {
             guard let r = a.pixels.clamped(toWidth: picture.width, height: picture.height) else { continue }
             lg_buffer_add_roi(buf, "af", guint(r.x), guint(r.y), guint(r.width), guint(r.height))

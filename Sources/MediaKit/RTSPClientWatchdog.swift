@@ -125,7 +125,7 @@ final class RTSPClientWatchdog: Sendable {
         // The last viewer left: hand the pages its pipelines and buffers used back to the system.
         // glibc keeps freed memory in per-thread arenas otherwise (a crowd of 55 viewers left
         // ~5 MiB each time; trimming gave back about 40 % of what crowds had left).
-        if trim { lg_malloc_trim() }
+        if trim { malloc_trim(0) }
         for (client, why) in closing {
             if why == "idle" { closedIdle.add(1, ordering: .relaxed) } else { closedStalled.add(1, ordering: .relaxed) }
             logger.info("RTSP client closed", metadata: ["reason": "\(why)"])

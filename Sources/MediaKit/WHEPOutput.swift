@@ -286,17 +286,15 @@ final class WHEPSession: Sendable {
         }
         let source = AppSource(element: src, owner: 0)
         let consumer = graph.encoded.addConsumer(kind: .stream, source: source)
-        var err: UnsafeMutablePointer<CChar>?
-        let gatherMS = guint(max(100, c.gatherTimeout.nanoseconds / 1_000_000))
-        guard let text = lg_webrtc_answer(rtc, offer, gatherMS, &err) else {
-            let why = err.map { String(cString: $0) } ?? "no answer"
-            g_free(err)
+        let answer: String
+        switch WebRTCNegotiation.answer(rtc, offer: offer, gatherTimeout: max(.milliseconds(100), c.gatherTimeout)) {
+        case .success(let text):
+            answer = text
+        case .failure(let why):
             graph.encoded.removeConsumer(consumer)
             pipeline.stop()
-            return .failure(.badOffer(why))
+            return .failure(.badOffer(why.description))
         }
-        let answer = String(cString: text)
-        g_free(text)
         return .success(WHEPSession(id: sessionID, camera: camera, answer: answer, pipeline: pipeline, source: source,
                                     webrtc: webrtc, encoded: graph.encoded, consumer: consumer))
     }

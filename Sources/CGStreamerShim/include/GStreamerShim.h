@@ -22,8 +22,6 @@ extern "C" {
 /// Calls gst_init once per process (thread-safe); returns TRUE when GStreamer is usable.
 gboolean lg_gst_init_once(void);
 
-/// GST_CLOCK_TIME_NONE (the constant does not compile in Swift).
-guint64 lg_clock_time_none(void);
 
 // ---- casts ----
 GstElement *lg_element(gpointer p);
@@ -53,8 +51,6 @@ void lg_object_set_uint(gpointer obj, const char *name, guint value);
 void lg_object_set_uint64(gpointer obj, const char *name, guint64 value);
 void lg_object_set_int64(gpointer obj, const char *name, gint64 value);
 void lg_object_set_string(gpointer obj, const char *name, const char *value);
-/// Running time of `element` now (clock time minus base time), or GST_CLOCK_TIME_NONE without a clock.
-guint64 lg_element_running_time(GstElement *element);
 /// Sets caps from a caps string on an appsrc; returns FALSE when the string does not parse.
 gboolean lg_app_src_set_caps_string(GstElement *appsrc, const char *caps);
 /// Pushes (takes ownership of) a buffer; returns the GstFlowReturn as int.
@@ -110,10 +106,10 @@ guint lg_rtsp_server_attach(GstRTSPServer *server, GMainContext *context);
 /// Every mount then needs `user` / `password` (Basic or Digest); call before mounting.
 void lg_rtsp_server_require_credentials(GstRTSPServer *server, const char *user, const char *password);
 int lg_rtsp_server_bound_port(GstRTSPServer *server);
-/* A TCP socket's progress: bytes the peer acknowledged so far, bytes still queued to send. 0 or -1. */
+/* A TCP socket's progress: bytes the peer acknowledged so far, bytes still queued to send. 0 or -1.
+   C because the acknowledged count is in linux/tcp.h's tcp_info (glibc's lacks it) and SIOCOUTQ
+   goes through ioctl (variadic). */
 int lg_tcp_progress(int fd, guint64 *acked, guint32 *queued);
-/* Gives the heap's free pages back to the system (glibc malloc_trim). */
-void lg_malloc_trim(void);
 /// Creates a factory (shared or one media per client) for a launch string, connects media-configure, mounts it at `path`.
 GstRTSPMediaFactory *lg_rtsp_mount(GstRTSPServer *server, const char *path, const char *launch,
                                    gboolean shared, lg_media_configure_callback callback, gpointer user,
@@ -132,11 +128,20 @@ void lg_rtsp_server_close_clients(GstRTSPServer *server);
 /// Number of connected RTSP clients.
 guint lg_rtsp_server_client_count(GstRTSPServer *server);
 // ---- WebRTC (webrtcbin) ----
-/// Answers an SDP offer on `webrtc` (its pipeline PLAYING): sets the offer as remote description,
-/// creates and sets the answer, waits up to `gather_timeout_ms` for ICE gathering to complete and
-/// returns the answer's SDP text with the gathered candidates (g_free it). NULL with `*error` set
-/// (g_free it) when the offer is not SDP or webrtcbin refuses it. Blocks the calling thread.
-char *lg_webrtc_answer(GstElement *webrtc, const char *offer, guint gather_timeout_ms, char **error);
+/// Emits webrtcbin's "set-remote-description" (`remote`) or "set-local-description" with a
+/// description and a promise (signal emission: varargs).
+void lg_webrtc_set_description(GstElement *webrtc, gboolean remote, GstWebRTCSessionDescription *desc, GstPromise *promise);
+/// Emits webrtcbin's "create-answer" with a promise.
+void lg_webrtc_create_answer(GstElement *webrtc, GstPromise *promise);
+/// The "error" field of a promise's reply as text (g_free it), or NULL when it has none
+/// (gst_structure_get: varargs).
+char *lg_promise_reply_error(const GstStructure *reply);
+/// The "answer" field of a create-answer reply (free it with gst_webrtc_session_description_free), or NULL.
+GstWebRTCSessionDescription *lg_promise_reply_answer(const GstStructure *reply);
+/// webrtcbin's "ice-gathering-state" (g_object_get: varargs).
+gint lg_webrtc_gathering_state(GstElement *webrtc);
+/// webrtcbin's "local-description" as SDP text (g_free it), or NULL (g_object_get: varargs).
+char *lg_webrtc_local_sdp(GstElement *webrtc);
 /// Makes ICE gather candidates on `address` only (libnice skips loopback unless told).
 gboolean lg_webrtc_add_local_address(GstElement *webrtc, const char *address);
 /// Starts noting when RTCP from the peer arrives (webrtcbin's rtpbin "on-ssrc-active"): a peer that

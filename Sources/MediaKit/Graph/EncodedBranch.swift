@@ -159,7 +159,7 @@ public final class EncodedBranch: Sendable {
         guard stopEncoderPipeline() else { return }
         // x264's frames and the pipeline's buffers are freed now: give their pages back to the
         // system (glibc would keep them in its arenas; each start/stop cycle left megabytes).
-        lg_malloc_trim()
+        malloc_trim(0)
         logger.info("H.264 encoder stopped", metadata: ["camera": "\(id)"])
     }
 
@@ -190,7 +190,7 @@ public final class EncodedBranch: Sendable {
                 continue
             }
             let copy = lg_buffer_copy_shallow(buffer)!
-            lg_buffer_set_pts_dts(copy, guint64(pts), lg_clock_time_none())
+            lg_buffer_set_pts_dts(copy, guint64(pts), guint64(GStreamerTime.none))
             lg_buffer_set_delta_unit(copy, markKey ? 0 : 1)
             if !sink.source.push(buffer: copy) { sink.restart() }
         }
@@ -344,7 +344,7 @@ final class EncoderPipeline: Sendable {
     /// One encoded access unit (encoder streaming thread).
     fileprivate func encoded(_ buffer: UnsafeMutablePointer<GstBuffer>) {
         let raw = lg_buffer_get_pts(buffer)
-        guard raw != lg_clock_time_none() else { return }
+        guard UInt64(raw) != GStreamerTime.none else { return }
         let pts = UInt64(raw)
         let keyframe = lg_buffer_is_delta(buffer) == 0
         let (arrival, boundary) = clock.withLock { c -> (UInt64, Bool) in
