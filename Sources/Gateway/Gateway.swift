@@ -168,7 +168,8 @@ public final class Gateway: ControlModel, Service, Sendable {
             return list.remove(at: i)
         }) else { return }
         await entry.stopper.stopDriver()
-        outputs.detach(id, index: entry.runtime.index)
+        let outputs = self.outputs
+        await blocking("detach-\(id)") { outputs.detach(id, index: entry.runtime.index) }
         await entry.stopper.stopEmulator()
         entry.stopper.serviceEnds()
         metrics.cameraRemoved(id)
@@ -224,7 +225,8 @@ public final class Gateway: ControlModel, Service, Sendable {
     public func stop() async {
         let all = runtimes.withLock { $0 }
         for cam in all { await cam.stopper.stopDriver() }
-        outputs.stop()
+        let outputs = self.outputs
+        await blocking("outputs-stop") { outputs.stop() }
         for cam in all { await cam.stopper.stopEmulator() }
     }
 
@@ -362,5 +364,19 @@ public final class Gateway: ControlModel, Service, Sendable {
         outputs.writeMetrics(into: &m, cameras: cams)
         httpGuard.writeMetrics(into: &m)
         return metrics.exposition(m)
+    }
+}
+
+/// Runs `work`, which blocks (GStreamer state changes, recorders finishing their files, the RTSP
+/// server's drain), on a thread of its own, and waits for it without holding one of Swift
+/// concurrency's few threads meanwhile.
+func blocking(_ name: String, _ work: @escaping @Sendable () -> Void) async {
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        let thread = Thread {
+            work()
+            done.resume()
+        }
+        thread.name = name
+        thread.start()
     }
 }

@@ -41,6 +41,11 @@ public final class GStreamerRuntime: Sendable {
         let exited = loopExited
         let thread = Thread {
             lg_main_loop_run(h.loop, h.context)
+            // The loop's own thread lets go of the loop and its context once the loop has returned:
+            // a shutdown that stopped waiting for it (a loop busy for more than 5 s) never frees
+            // them under a running loop.
+            g_main_loop_unref(h.loop)
+            g_main_context_unref(h.context)
             exited.signal()
         }
         thread.name = "gst-main-loop"
@@ -56,13 +61,34 @@ public final class GStreamerRuntime: Sendable {
 
     deinit { shutdown() }
 
-    /// Stops the main loop and waits for its thread (outputs must be stopped first).
-    public func shutdown() {
-        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    /// Stops the main loop and waits (up to `wait`) for its thread, which frees the loop and its
+    /// context when it ends (outputs must be stopped first). Returns false when the loop was still
+    /// running after `wait`: it then ends on its own, whenever what keeps it busy returns.
+    @discardableResult
+    public func shutdown(wait: Duration = .seconds(5)) -> Bool {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return true }
         lg_main_loop_quit(handles.loop)
-        _ = loopExited.wait(timeout: .now() + 5)
-        g_main_loop_unref(handles.loop)
-        g_main_context_unref(handles.context)
+        guard loopExited.wait(timeout: .now() + .nanoseconds(Int(wait.nanoseconds))) == .success else {
+            logger.error("GStreamer's main loop did not stop within \(wait); it is left to end on its own")
+            return false
+        }
+        loopExited.signal()  // for `waitForLoopEnd`
+        return true
+    }
+
+    /// Runs `work` on the main loop's thread (tests: keeping the loop busy).
+    func invoke(_ work: @escaping @Sendable () -> Void) {
+        let box = Unmanaged.passRetained(WorkBox(work)).toOpaque()
+        lg_main_context_invoke(handles.context, { user in
+            Unmanaged<WorkBox>.fromOpaque(user!).takeRetainedValue().work()
+        }, box)
+    }
+
+    /// Waits (up to `timeout`) until the main loop's thread has ended; true when it has.
+    func waitForLoopEnd(timeout: Duration) -> Bool {
+        guard loopExited.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .success else { return false }
+        loopExited.signal()
+        return true
     }
 
     /// The GStreamer version, e.g. "1.22.0".
@@ -82,6 +108,11 @@ public final class GStreamerRuntime: Sendable {
     }
 
     var context: OpaquePointer { handles.context }
+}
+
+final class WorkBox {
+    let work: @Sendable () -> Void
+    init(_ work: @escaping @Sendable () -> Void) { self.work = work }
 }
 
 final class SignalBox {
