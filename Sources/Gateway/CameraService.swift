@@ -4,14 +4,17 @@ import ServiceLifecycle
 import Synchronization
 
 /// One camera as a service of the application's `ServiceGroup`: it lives while the camera streams
-/// (its driver connecting and reconnecting, its in-process emulator serving) and ends when the
-/// group shuts down gracefully, when the group is cancelled, or when the camera is removed (a
-/// reload); its driver and emulator stop then. It ends without an error, so the group carries on
-/// without it (`successTerminationBehavior: .ignore`).
+/// (its driver connecting and reconnecting, its in-process emulator serving) and, on the group's
+/// graceful shutdown or cancellation, stops the driver and then the emulator.
 ///
-/// Cameras are added to the running group by the gateway (`addServiceUnlessShutdown`), after the
-/// services the group was built with, so a graceful shutdown stops every camera first, then the
-/// HTTP server, then the gateway (which finishes the recordings and stops the outputs).
+/// Cameras are added to the group by the gateway (`addServiceUnlessShutdown`), after the services
+/// the group was built with, so a graceful shutdown stops every camera first, then the reloader,
+/// the HTTP server and last the gateway (which finishes the recordings and stops the outputs; the
+/// drivers are down by then, so the emulators may go before the outputs).
+///
+/// A camera removed by a reload is stopped at once by the gateway; its service then only waits for
+/// the group's shutdown without doing anything. It does not end early: a service that ends while
+/// the group shuts down others fails the whole group, and a reload can race a shutdown.
 struct CameraService: Service {
     let id: String
     let stopper: CameraStopper
@@ -19,18 +22,20 @@ struct CameraService: Service {
     func run() async {
         for await _ in stopper.removed.cancelOnGracefulShutdown() {}
         await stopper.stop()
+        // Removed: idle until the group's graceful shutdown (or cancellation) reaches this service.
+        try? await gracefulShutdown()
     }
 }
 
 /// Stops a camera's driver and in-process emulator once, whoever asks first: its service on
 /// shutdown, a reload that removes the camera, or the gateway's own stop (when it runs without a
-/// service group, as in tests).
+/// service group, as in tests). Every caller waits until that one stop has finished.
 final class CameraStopper: Sendable {
     private let driver: any CameraDriver
     private let emulator: (any CameraEmulator)?
-    private let driverStopped = Atomic(false)
-    private let emulatorStopped = Atomic(false)
-    /// Finishes when the camera is removed (its service then ends).
+    private let driverStop = Mutex<Task<Void, Never>?>(nil)
+    private let emulatorStop = Mutex<Task<Void, Never>?>(nil)
+    /// Finishes when the camera is removed (its service then stops the camera and idles).
     let removed: AsyncStream<Void>
     private let removal: AsyncStream<Void>.Continuation
 
@@ -40,7 +45,7 @@ final class CameraStopper: Sendable {
         (removed, removal) = AsyncStream.makeStream(of: Void.self)
     }
 
-    /// Stops the driver, then the emulator (each only once, whoever asks).
+    /// Stops the driver, then the emulator.
     func stop() async {
         await stopDriver()
         await stopEmulator()
@@ -48,16 +53,27 @@ final class CameraStopper: Sendable {
 
     /// Stops the driver (a removal then detaches the outputs before the emulator goes).
     func stopDriver() async {
-        guard !driverStopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        await driver.stop()
+        let driver = self.driver
+        await Self.once(driverStop) { await driver.stop() }
     }
 
     /// Stops the in-process emulator, if the camera is one.
     func stopEmulator() async {
-        guard let emulator, !emulatorStopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        await emulator.stop()
+        guard let emulator else { return }
+        await Self.once(emulatorStop) { await emulator.stop() }
     }
 
-    /// Ends the camera's service (after a removal stopped the camera).
-    func serviceEnds() { removal.finish() }
+    /// Tells the camera's service that the camera was removed.
+    func wasRemoved() { removal.finish() }
+
+    /// Runs `work` the first time and waits for that one run on every call.
+    private static func once(_ slot: borrowing Mutex<Task<Void, Never>?>, _ work: @escaping @Sendable () async -> Void) async {
+        let task = slot.withLock { t -> Task<Void, Never> in
+            if let t { return t }
+            let started = Task { await work() }
+            t = started
+            return started
+        }
+        await task.value
+    }
 }

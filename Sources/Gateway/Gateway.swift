@@ -171,7 +171,7 @@ public final class Gateway: ControlModel, Service, Sendable {
         let outputs = self.outputs
         await blocking("detach-\(id)") { outputs.detach(id, index: entry.runtime.index) }
         await entry.stopper.stopEmulator()
-        entry.stopper.serviceEnds()
+        entry.stopper.wasRemoved()
         metrics.cameraRemoved(id)
         logger.info("camera \(id) removed")
     }

@@ -90,14 +90,15 @@ final class AppSource: @unchecked Sendable {
 
     /// Sets the caps `text()` describes when the size differs from the last caps set (the string is
     /// built only then: nothing is allocated per frame).
+    /// Under the state's lock, so two threads pushing frames of different sizes (the JPEG branch's
+    /// publisher and its re-encoder) leave the caps and the recorded size in agreement.
     private func setCaps(width: Int, height: Int, _ text: () -> String) {
-        let changed = state.withLock { s -> Bool in
-            guard s.capsWidth != width || s.capsHeight != height else { return false }
+        state.withLock { s in
+            guard s.capsWidth != width || s.capsHeight != height else { return }
             s.capsWidth = width
             s.capsHeight = height
-            return true
+            _ = lg_app_src_set_caps_string(element, text())
         }
-        if changed { _ = lg_app_src_set_caps_string(element, text()) }
     }
 
     /// Pushes the frame's JPEG bytes without copying: the buffer holds one owner of the frame and

@@ -78,6 +78,7 @@ public final class GStreamerRuntime: Sendable {
 
     /// Runs `work` on the main loop's thread (tests: keeping the loop busy).
     func invoke(_ work: @escaping @Sendable () -> Void) {
+        guard !stopped.load(ordering: .acquiring) else { return }
         let box = Unmanaged.passRetained(WorkBox(work)).toOpaque()
         lg_main_context_invoke(handles.context, { user in
             Unmanaged<WorkBox>.fromOpaque(user!).takeRetainedValue().work()

@@ -8,7 +8,8 @@ import TestSupport
 
 /// Each camera is a service of the application's group: a graceful shutdown stops the cameras
 /// before the services the group was built with (the HTTP server, then the gateway that finishes
-/// recordings), and a camera removed by a reload ends its own service without ending the group.
+/// recordings), and a camera removed by a reload is stopped at once without ending the group (its
+/// service idles until the group's shutdown reaches it, which then ends cleanly).
 @Suite(.timeLimit(.minutes(2))) struct CameraServiceTests {
     /// A service of the group, shut down after every camera service: what each camera's driver
     /// said when its turn came.
@@ -22,7 +23,7 @@ import TestSupport
         }
     }
 
-    @Test func camerasStopFirstOnAGracefulShutdownAndARemovedCameraEndsOnlyItsService() async throws {
+    @Test func camerasStopFirstOnAGracefulShutdownAndARemovedCameraStopsWithoutEndingTheGroup() async throws {
         var options = GatewayOptions()
         options.cameras = [try CameraSpec.parse("a=emulator:sony", index: 0), try CameraSpec.parse("b=emulator:sony", index: 1)]
         options.rtspPort = 0
@@ -43,7 +44,8 @@ import TestSupport
         let streaming = await waitUntil(timeout: 20) { gateway.cameras.allSatisfy { $0.driver.state == .streaming } }
         #expect(streaming, "cameras: \(gateway.cameras.map { "\($0.id) \($0.driver.state)" })")
 
-        // A reload that drops camera b stops it and ends its service; the group runs on.
+        // A reload that drops camera b stops it at once; its service idles and the group runs on.
+        let b = try #require(gateway.cameras.first { $0.id == "b" })
         let a = try #require(options.cameras.first)
         gateway.reloadSource = { [a] }
         let result = try await gateway.reload()
@@ -51,6 +53,7 @@ import TestSupport
         try await Task.sleep(for: .milliseconds(300))
         #expect(seen.withLock { $0 } == nil, "removing a camera shut the whole group down")
         #expect(gateway.cameras.map(\.id) == ["a"] && gateway.cameras.first?.driver.state == .streaming)
+        #expect(b.driver.state == .stopped)
 
         await group.triggerGracefulShutdown()
         try await running.value
