@@ -121,4 +121,16 @@ import TestSupport
         let fits = try Server(reply: Array("HTTP/1.1 200 OK\r\n\(head)\r\n\r\n\(body)".utf8), hold: 0)
         #expect(try await CameraHTTP(maxBodyBytes: 5000).request("GET", fits.url).body.count == 5000)
     }
+
+    /// A card file whose name has characters a URL may not carry is asked for by its encoded name,
+    /// whole (not cut at a `#`), while queries and existing escapes go out unchanged.
+    @Test func aTargetIsSentPercentEncodedWhereItMustBe() async throws {
+        let server = try Server(reply: Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8), hold: 0)
+        let url = HTTPURL(host: "127.0.0.1", port: server.port, target: "/DCIM/100/A B#1%20ü%zz.JPG?x=1&y=%41")
+        let r = try await CameraHTTP().request("GET", url, timeout: .seconds(5))
+        #expect(r.status == 200)
+        let line = server.requests.withLock { $0.first?.split(separator: "\r\n").first.map(String.init) }
+        #expect(line == "GET /DCIM/100/A%20B%231%20%C3%BC%25zz.JPG?x=1&y=%41 HTTP/1.1", "request line: \(line ?? "none")")
+        #expect(HTTPURL.encodeTarget("/get_imglist.cgi?DIR=/DCIM/100OLYMP") == "/get_imglist.cgi?DIR=/DCIM/100OLYMP")
+    }
 }

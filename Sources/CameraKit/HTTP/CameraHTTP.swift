@@ -75,7 +75,7 @@ public struct CameraHTTP: Sendable {
     }
 
     private static func prepare(_ method: String, _ url: HTTPURL, _ headers: [(String, String)]) -> HTTPClientRequest {
-        var r = HTTPClientRequest(url: url.description)
+        var r = HTTPClientRequest(url: url.requestString)
         r.method = HTTPMethod(rawValue: method)
         r.headers.add(name: "Connection", value: "close")
         for (k, v) in headers { r.headers.add(name: k, value: v) }

@@ -50,4 +50,37 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         let h = host.contains(":") ? "[\(host)]" : host
         return "http://\(h):\(port)\(target)"
     }
+
+    /// The URL as sent: the target with every byte a URL may not carry percent-encoded (a card file
+    /// called "A B#1.JPG" is asked for as `A%20B%231.JPG`, not cut at the `#`); `/`, `?`, `&`, `=`
+    /// and existing `%XX` escapes stay as they are.
+    public var requestString: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "http://\(h):\(port)\(Self.encodeTarget(target))"
+    }
+
+    /// Percent-encodes what RFC 3986 does not allow in a path or query (`#` included: a camera's
+    /// target never carries a fragment); a `%` not followed by two hex digits becomes `%25`.
+    static func encodeTarget(_ target: String) -> String {
+        let bytes = Array(target.utf8)
+        func isHex(_ b: UInt8) -> Bool { (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x66) }
+        func allowed(_ b: UInt8) -> Bool {
+            switch b {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
+            default: return Array("-._~!$&'()*+,;=:@/?".utf8).contains(b)
+            }
+        }
+        guard bytes.contains(where: { !allowed($0) }) else { return target }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count + 16)
+        for (i, b) in bytes.enumerated() {
+            if allowed(b) || (b == 0x25 && i + 2 < bytes.count && isHex(bytes[i + 1]) && isHex(bytes[i + 2])) {
+                out.append(b)
+            } else {
+                out += [0x25, hex[Int(b >> 4)], hex[Int(b & 0x0F)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }
