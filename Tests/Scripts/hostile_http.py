@@ -265,11 +265,9 @@ class RTSPWatch(threading.Thread):
             u = urlparse(self.url)
             s = socket.create_connection((u.hostname, u.port or 554), timeout=10)
             self.request(s, "DESCRIBE", self.url, lgtest.ACCEPT_SDP)
-            _, sdp, buf = self.read_reply(s, b"")
-            base = self.url.rstrip("/") + "/"
-            for line in sdp.splitlines():
-                if line.startswith("Content-Base:"):
-                    base = line.split(":", 1)[1].strip()
+            headers, sdp, buf = self.read_reply(s, b"")
+            # Content-Base is a header of the DESCRIBE reply (the request URL when absent).
+            base = headers.get("content-base", self.url.rstrip("/") + "/")
             controls = [c for c in lgtest.sdp_controls(sdp) if c != "*"] or ["stream=0"]
             self.request(s, "SETUP", lgtest.track_url(base, controls[0]), lgtest.TCP_INTERLEAVED)
             headers, _, buf = self.read_reply(s, buf)
