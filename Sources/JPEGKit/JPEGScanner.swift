@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Why a byte run is not a walkable JPEG.
 public enum JPEGError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The run does not start with `FF D8`.
@@ -286,8 +292,12 @@ public enum JPEGScanner {
                 }
                 // Entropy-coded data up to the next marker that is not stuffing or RSTn.
                 var k = i
+                let base = p.baseAddress!
                 while true {
-                    while k < n && p[k] != 0xFF { k += 1 }
+                    // The next FF (libc's memchr: vectorised, against one byte per turn of a loop).
+                    if k < n {
+                        k = memchr(base + k, 0xFF, n - k).map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base } ?? n
+                    }
                     guard k + 1 < n else { return .failure(.truncated(offset: n)) }
                     var q = k + 1
                     while q < n && p[q] == 0xFF { q += 1 }
