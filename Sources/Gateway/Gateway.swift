@@ -71,7 +71,8 @@ public final class Gateway: ControlModel, Service, Sendable {
     /// Starts emulators, drivers and outputs. Throws when an output cannot start (port in use…).
     public func start() async throws {
         guard !started.withLock({ v in defer { v = true }; return v }) else { return }
-        try outputs.startServers()
+        let outputs = self.outputs
+        try await blocking("outputs-start") { try outputs.startServers() }
         for spec in options.cameras {
             do {
                 try await addCamera(spec)
@@ -124,11 +125,14 @@ public final class Gateway: ControlModel, Service, Sendable {
             return nil
         }()
         let encodeLatency = metrics.timer("livegate_encode_latency_seconds", camera: spec.id)
+        let outputs = self.outputs
         do {
-            try outputs.attach(cam, spec: spec, nominalSize: nominal,
-                               encodeLatency: { encodeLatency.recordNanoseconds(Int64(clamping: $0)) })
+            try await blocking("attach-\(spec.id)") {
+                try outputs.attach(cam, spec: spec, nominalSize: nominal,
+                                   encodeLatency: { encodeLatency.recordNanoseconds(Int64(clamping: $0)) })
+            }
         } catch {
-            outputs.detach(cam.id, index: i)
+            await blocking("detach-\(spec.id)") { outputs.detach(cam.id, index: i) }
             await emulator?.stop()
             throw error
         }
@@ -367,16 +371,21 @@ public final class Gateway: ControlModel, Service, Sendable {
     }
 }
 
-/// Runs `work`, which blocks (GStreamer state changes, recorders finishing their files, the RTSP
-/// server's drain), on a thread of its own, and waits for it without holding one of Swift
-/// concurrency's few threads meanwhile.
-func blocking(_ name: String, _ work: @escaping @Sendable () -> Void) async {
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+/// Runs `work`, which blocks (GStreamer state changes, recorders starting or finishing their files,
+/// the RTSP server's drain), on a thread of its own, and waits for it without holding one of Swift
+/// concurrency's few threads meanwhile. Rethrows what `work` throws.
+func blocking<E: Error>(_ name: String, _ work: @escaping @Sendable () throws(E) -> Void) async throws(E) {
+    let result: Result<Void, E> = await withCheckedContinuation { done in
         let thread = Thread {
-            work()
-            done.resume()
+            do throws(E) {
+                try work()
+                done.resume(returning: .success(()))
+            } catch {
+                done.resume(returning: .failure(error))
+            }
         }
         thread.name = name
         thread.start()
     }
+    try result.get()
 }
