@@ -133,4 +133,13 @@ import TestSupport
         #expect(line == "GET /DCIM/100/A%20B%231%20%C3%BC%25zz.JPG?x=1&y=%41 HTTP/1.1", "request line: \(line ?? "none")")
         #expect(HTTPURL.encodeTarget("/get_imglist.cgi?DIR=/DCIM/100OLYMP") == "/get_imglist.cgi?DIR=/DCIM/100OLYMP")
     }
+
+    /// A card's raw file path becomes a URL path that names that file and nothing else: `%`, `?`,
+    /// `#` and spaces are encoded; a camera's URL loses its fragment.
+    @Test func cardPathsAreEncodedWholeAndFragmentsAreDropped() {
+        #expect(HTTPURL.encodePath("/DCIM/100OLYMP/A%41 #?.JPG") == "/DCIM/100OLYMP/A%2541%20%23%3F.JPG")
+        #expect(HTTPURL.encodePath("/DCIM/100OLYMP/P1010001.JPG") == "/DCIM/100OLYMP/P1010001.JPG")
+        #expect(HTTPURL.encodeTarget(HTTPURL.encodePath("/D/A%41.JPG")) == "/D/A%2541.JPG")
+        #expect(HTTPURL("http://127.0.0.1:8080/postview/1.jpg?size=2M#top")?.target == "/postview/1.jpg?size=2M")
+    }
 }

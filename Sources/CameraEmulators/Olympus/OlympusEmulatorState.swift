@@ -365,10 +365,10 @@ struct OlympusEmulatorState: Sendable {
         return String(after[..<close.lowerBound])
     }
 
-    /// Path and percent-decoded query options.
+    /// Percent-decoded path and query options (a card file asked for by its encoded name is found).
     static func split(_ uri: String) -> (String, [String: String]) {
         let parts = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        let path = String(parts.first ?? "")
+        let path = decode(parts.first ?? "")
         var query: [String: String] = [:]
         if parts.count == 2 {
             for pair in parts[1].split(separator: "&") {

@@ -17,7 +17,8 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         let rest = text.dropFirst(7)
         let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
         let authority = rest[rest.startIndex..<slash]
-        var target = String(rest[slash...])
+        // A fragment never goes to the server (a camera's URL with one is asked for without it).
+        var target = String(rest[slash...].prefix { $0 != "#" })
         if target.isEmpty { target = "/" } else if target.first == "?" { target = "/" + target }
         guard let (h, p) = Self.splitHostPort(String(authority), defaultPort: 80) else { return nil }
         host = h
@@ -57,6 +58,23 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     public var requestString: String {
         let h = host.contains(":") ? "[\(host)]" : host
         return "http://\(h):\(port)\(Self.encodeTarget(target))"
+    }
+
+    /// A raw file path (a card's folder and file names as the camera lists them) as a URL path:
+    /// every byte but unreserved ones, sub-delimiters, `:`, `@` and `/` percent-encoded, `%` and `?`
+    /// included (a file called "A%41.JPG" is asked for as `A%2541.JPG`, not as "AA.JPG").
+    public static func encodePath(_ raw: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        let keep = Array("-._~!$&'()*+,;=:@/".utf8)
+        var out = [UInt8]()
+        for b in raw.utf8 {
+            switch b {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: out.append(b)
+            case _ where keep.contains(b): out.append(b)
+            default: out += [0x25, hex[Int(b >> 4)], hex[Int(b & 0x0F)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Percent-encodes what RFC 3986 does not allow in a path or query (`#` included: a camera's

@@ -30,7 +30,7 @@ extension OlympusCGI {
     func download(_ path: String, maxBytes: Int) async throws -> [UInt8] {
         var client = http
         client.maxBodyBytes = maxBytes
-        let url = HTTPURL(host: endpoint.host, port: endpoint.port, target: path)
+        let url = HTTPURL(host: endpoint.host, port: endpoint.port, target: HTTPURL.encodePath(path))
         let r: HTTPResponse
         do {
             r = try await client.request("GET", url, headers: [("User-Agent", Self.userAgent)], body: nil, timeout: .seconds(120))
