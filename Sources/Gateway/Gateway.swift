@@ -41,6 +41,9 @@ public final class Gateway: ControlModel, Service, Sendable {
     private let captureFailures = Atomic<Int>(0)
     private let capturesSaved = Mutex<[String: Int]>([:])
     private let started = Mutex(false)
+    /// True from the end of `start()` (every camera and output up) until `stop()` begins: the only
+    /// time a reload may add or remove cameras.
+    private let running = Atomic(false)
     public let startedAt = Date()
 
     public init(options: GatewayOptions, logger: Logger, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
@@ -81,6 +84,7 @@ public final class Gateway: ControlModel, Service, Sendable {
                 throw error
             }
         }
+        running.store(true, ordering: .releasing)
     }
 
     /// Starts one camera (its emulator when it is one, its driver, its media graph on every output).
@@ -193,6 +197,11 @@ public final class Gateway: ControlModel, Service, Sendable {
         guard let source = reloadSource else {
             throw APIError(.conflict, "nothing to reload: livegate was not started with --config")
         }
+        // Before start() is done the outputs may not be up (a camera added then would get none);
+        // once stop() began, a camera added would outlive it.
+        guard running.load(ordering: .acquiring) else {
+            throw APIError(.conflict, "livegate is starting or stopping; reload once it is running")
+        }
         let wanted: [CameraSpec]
         do { wanted = try source() } catch {
             logger.error("reload refused: \(error)")
@@ -227,6 +236,7 @@ public final class Gateway: ControlModel, Service, Sendable {
 
     /// Stops cameras, outputs (finishing recordings) and emulators.
     public func stop() async {
+        running.store(false, ordering: .releasing)
         let all = runtimes.withLock { $0 }
         for cam in all { await cam.stopper.stopDriver() }
         let outputs = self.outputs

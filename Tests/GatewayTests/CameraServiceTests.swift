@@ -60,4 +60,32 @@ import TestSupport
         // Camera a's service had stopped its driver when the witness's turn came.
         #expect(seen.withLock { $0 } == ["a": .stopped], "states at the witness's shutdown: \(String(describing: seen.withLock { $0 }))")
     }
+
+    /// A reload before the gateway has started (its outputs not up yet) or once it is stopping is
+    /// refused with a 409 and the reason, and changes nothing.
+    @Test func aReloadOutsideTheRunningTimeIsRefused() async throws {
+        var options = GatewayOptions()
+        options.cameras = [try CameraSpec.parse("a=emulator:sony", index: 0)]
+        options.rtspPort = 0
+        options.hls = false
+        options.capturesDirectory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("livegate-captures-\(UUID().uuidString)").path
+        var logger = Logger(label: "reload")
+        logger.logLevel = .critical
+        let gateway = Gateway(options: options, logger: logger)
+        let b = try CameraSpec.parse("b=emulator:sony", index: 1)
+        gateway.reloadSource = { [b] }
+        func refusal() async -> APIError? {
+            do { _ = try await gateway.reload() } catch let e as APIError { return e } catch { return nil }
+            return nil
+        }
+        let before = await refusal()
+        #expect(before?.status == .conflict && before?.body.error.contains("starting or stopping") == true)
+        #expect(gateway.cameras.isEmpty)
+        try await gateway.start()
+        #expect(await refusal() == nil, "a running gateway refused the reload")
+        #expect(gateway.cameras.map(\.id) == ["b"])
+        await gateway.stop()
+        #expect(await refusal()?.status == .conflict)
+    }
 }
