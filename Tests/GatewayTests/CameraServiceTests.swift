@@ -23,16 +23,21 @@ import TestSupport
         }
     }
 
-    @Test func camerasStopFirstOnAGracefulShutdownAndARemovedCameraStopsWithoutEndingTheGroup() async throws {
+    /// A gateway (not started) with in-process emulated cameras, no HLS, a free RTSP port.
+    static func gateway(_ cameras: [String], logLevel: Logger.Level) throws -> (Gateway, GatewayOptions, Logger) {
         var options = GatewayOptions()
-        options.cameras = [try CameraSpec.parse("a=emulator:sony", index: 0), try CameraSpec.parse("b=emulator:sony", index: 1)]
+        options.cameras = try cameras.enumerated().map { try CameraSpec.parse($0.element, index: $0.offset) }
         options.rtspPort = 0
         options.hls = false
         options.capturesDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("livegate-captures-\(UUID().uuidString)").path
         var logger = Logger(label: "services")
-        logger.logLevel = .warning
-        let gateway = Gateway(options: options, logger: logger)
+        logger.logLevel = logLevel
+        return (Gateway(options: options, logger: logger), options, logger)
+    }
+
+    @Test func camerasStopFirstOnAGracefulShutdownAndARemovedCameraStopsWithoutEndingTheGroup() async throws {
+        let (gateway, options, logger) = try Self.gateway(["a=emulator:sony", "b=emulator:sony"], logLevel: .warning)
         let seen = Collected<[String: CameraState]?>(nil)
         let group = ServiceGroup(configuration: .init(services: [.init(service: gateway),
                                                                  .init(service: Witness(gateway: gateway, seen: seen))],
@@ -64,15 +69,7 @@ import TestSupport
     /// A reload before the gateway has started (its outputs not up yet) or once it is stopping is
     /// refused with a 409 and the reason, and changes nothing.
     @Test func aReloadOutsideTheRunningTimeIsRefused() async throws {
-        var options = GatewayOptions()
-        options.cameras = [try CameraSpec.parse("a=emulator:sony", index: 0)]
-        options.rtspPort = 0
-        options.hls = false
-        options.capturesDirectory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("livegate-captures-\(UUID().uuidString)").path
-        var logger = Logger(label: "reload")
-        logger.logLevel = .critical
-        let gateway = Gateway(options: options, logger: logger)
+        let (gateway, _, _) = try Self.gateway(["a=emulator:sony"], logLevel: .critical)
         let b = try CameraSpec.parse("b=emulator:sony", index: 1)
         gateway.reloadSource = { [b] }
         func refusal() async -> APIError? {
