@@ -64,36 +64,34 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     /// every byte but unreserved ones, sub-delimiters, `:`, `@` and `/` percent-encoded, `%` and `?`
     /// included (a file called "A%41.JPG" is asked for as `A%2541.JPG`, not as "AA.JPG").
     public static func encodePath(_ raw: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        let keep = Array("-._~!$&'()*+,;=:@/".utf8)
-        var out = [UInt8]()
-        for b in raw.utf8 {
-            switch b {
-            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: out.append(b)
-            case _ where keep.contains(b): out.append(b)
-            default: out += [0x25, hex[Int(b >> 4)], hex[Int(b & 0x0F)]]
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+        percentEncode(raw, keeping: pathBytes, keepEscapes: false)
     }
 
     /// Percent-encodes what RFC 3986 does not allow in a path or query (`#` included: a camera's
     /// target never carries a fragment); a `%` not followed by two hex digits becomes `%25`.
     static func encodeTarget(_ target: String) -> String {
-        let bytes = Array(target.utf8)
+        percentEncode(target, keeping: targetBytes, keepEscapes: true)
+    }
+
+    /// Bytes a path may carry as they are besides letters and digits: unreserved, sub-delimiters, `:@/`.
+    private static let pathBytes = Set("-._~!$&'()*+,;=:@/".utf8)
+    /// The same for a path with its query (`?`).
+    private static let targetBytes = pathBytes.union("?".utf8)
+
+    /// `text` with every byte that is not a letter, a digit or in `keeping` written as `%XX`;
+    /// with `keepEscapes`, a `%` followed by two hex digits stays (an escape already made).
+    private static func percentEncode(_ text: String, keeping: Set<UInt8>, keepEscapes: Bool) -> String {
         func isHex(_ b: UInt8) -> Bool { (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x66) }
         func allowed(_ b: UInt8) -> Bool {
-            switch b {
-            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
-            default: return Array("-._~!$&'()*+,;=:@/?".utf8).contains(b)
-            }
+            (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || keeping.contains(b)
         }
-        guard bytes.contains(where: { !allowed($0) }) else { return target }
+        let bytes = Array(text.utf8)
+        guard bytes.contains(where: { !allowed($0) }) else { return text }
         let hex = Array("0123456789ABCDEF".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count + 16)
         for (i, b) in bytes.enumerated() {
-            if allowed(b) || (b == 0x25 && i + 2 < bytes.count && isHex(bytes[i + 1]) && isHex(bytes[i + 2])) {
+            if allowed(b) || (keepEscapes && b == 0x25 && i + 2 < bytes.count && isHex(bytes[i + 1]) && isHex(bytes[i + 2])) {
                 out.append(b)
             } else {
                 out += [0x25, hex[Int(b >> 4)], hex[Int(b & 0x0F)]]
