@@ -19,12 +19,12 @@ public final class Gateway: ControlModel, Service, Sendable {
     public let httpGuard: HTTPConnectionGuard
     let logger: Logger
     let group: any EventLoopGroup
-    /// A running camera with the spec it was started from and its in-process emulator, if any.
+    /// A running camera with the spec it was started from and what stops it (and its in-process
+    /// emulator, if any).
     struct Camera: Sendable {
         let runtime: CameraRuntime
         let spec: CameraSpec
-        let emulator: (any CameraEmulator)?
-        /// Stops its driver and emulator once (its service, a removal or the gateway's stop).
+        /// Stops its driver and in-process emulator once (its service, a removal or the gateway's stop).
         let stopper: CameraStopper
     }
     /// The application's service group: each camera runs as a service in it (none in tests that
@@ -156,7 +156,7 @@ public final class Gateway: ControlModel, Service, Sendable {
         }
         driver.start(hub: cam.hub)
         let stopper = CameraStopper(driver: driver, emulator: emulator)
-        runtimes.withLock { $0.append(Camera(runtime: cam, spec: spec, emulator: emulator, stopper: stopper)) }
+        runtimes.withLock { $0.append(Camera(runtime: cam, spec: spec, stopper: stopper)) }
         if let group = serviceGroup.withLock({ $0 }) {
             await group.addServiceUnlessShutdown(.init(service: CameraService(id: spec.id, stopper: stopper),
                                                        successTerminationBehavior: .ignore))
@@ -379,23 +379,4 @@ public final class Gateway: ControlModel, Service, Sendable {
         httpGuard.writeMetrics(into: &m)
         return metrics.exposition(m)
     }
-}
-
-/// Runs `work`, which blocks (GStreamer state changes, recorders starting or finishing their files,
-/// the RTSP server's drain), on a thread of its own, and waits for it without holding one of Swift
-/// concurrency's few threads meanwhile. Rethrows what `work` throws.
-func blocking<E: Error>(_ name: String, _ work: @escaping @Sendable () throws(E) -> Void) async throws(E) {
-    let result: Result<Void, E> = await withCheckedContinuation { done in
-        let thread = Thread {
-            do throws(E) {
-                try work()
-                done.resume(returning: .success(()))
-            } catch {
-                done.resume(returning: .failure(error))
-            }
-        }
-        thread.name = name
-        thread.start()
-    }
-    try result.get()
 }

@@ -130,15 +130,10 @@ public final class WHEPOutput: Sendable {
         let c = configuration
         let runtime = self.runtime
         let log = logger
-        let result: Result<WHEPSession, Failure> = await withCheckedContinuation { cont in
-            let t = Thread {
-                cont.resume(returning: WHEPSession.negotiate(graph: graph, offer: sdp, payloadType: pt, configuration: c,
-                                                             runtime: runtime, logger: log))
-            }
-            t.name = "whep-\(id)"
-            t.start()
+        let session = try await blocking("whep-\(id)") { () throws(Failure) -> WHEPSession in
+            try WHEPSession.negotiate(graph: graph, offer: sdp, payloadType: pt, configuration: c,
+                                      runtime: runtime, logger: log).get()
         }
-        let session = try result.get()
         state.add(session)
         logger.info("WebRTC session started", metadata: ["camera": "\(id)", "session": "\(session.id)", "pt": "\(pt)"])
         return Answer(sdp: session.answer, session: session.id, camera: id)
