@@ -28,7 +28,9 @@ public final class GStreamerRuntime: Sendable {
     /// The runtime's logger.
     public let logger: Logger
     private let stopped = Atomic<Bool>(false)
-    private let loopExited = DispatchSemaphore(value: 0)
+    /// Entered while the main loop's thread runs: a wait on it returns once that thread has ended
+    /// (any number of waits, each seeing the same end).
+    private let loopRunning = DispatchGroup()
 
     /// Initialises GStreamer (once per process) and starts the main loop thread.
     public init(logger: Logger = Logger(label: "livegate.gstreamer")) throws {
@@ -38,7 +40,8 @@ public final class GStreamerRuntime: Sendable {
         let loop = lg_main_loop_new(ctx)!
         handles = Handles(context: ctx, loop: loop)
         let h = handles
-        let exited = loopExited
+        let running = loopRunning
+        running.enter()
         let thread = Thread {
             lg_main_loop_run(h.loop, h.context)
             // The loop's own thread lets go of the loop and its context once the loop has returned:
@@ -46,16 +49,13 @@ public final class GStreamerRuntime: Sendable {
             // them under a running loop.
             g_main_loop_unref(h.loop)
             g_main_context_unref(h.context)
-            exited.signal()
+            running.leave()
         }
         thread.name = "gst-main-loop"
         thread.start()
         // Wait until the loop runs, so sources attached right after init are dispatched.
         let started = DispatchSemaphore(value: 0)
-        let box = Unmanaged.passRetained(SignalBox(started)).toOpaque()
-        lg_main_context_invoke(h.context, { user in
-            Unmanaged<SignalBox>.fromOpaque(user!).takeRetainedValue().semaphore.signal()
-        }, box)
+        invoke { started.signal() }
         started.wait()
     }
 
@@ -68,15 +68,14 @@ public final class GStreamerRuntime: Sendable {
     public func shutdown(wait: Duration = .seconds(5)) -> Bool {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return true }
         lg_main_loop_quit(handles.loop)
-        guard loopExited.wait(timeout: .now() + .nanoseconds(Int(wait.nanoseconds))) == .success else {
+        guard waitForLoopEnd(timeout: wait) else {
             logger.error("GStreamer's main loop did not stop within \(wait); it is left to end on its own")
             return false
         }
-        loopExited.signal()  // for `waitForLoopEnd`
         return true
     }
 
-    /// Runs `work` on the main loop's thread (tests: keeping the loop busy).
+    /// Runs `work` on the main loop's thread (nothing after `shutdown()`).
     func invoke(_ work: @escaping @Sendable () -> Void) {
         guard !stopped.load(ordering: .acquiring) else { return }
         let box = Unmanaged.passRetained(WorkBox(work)).toOpaque()
@@ -87,9 +86,7 @@ public final class GStreamerRuntime: Sendable {
 
     /// Waits (up to `timeout`) until the main loop's thread has ended; true when it has.
     func waitForLoopEnd(timeout: Duration) -> Bool {
-        guard loopExited.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .success else { return false }
-        loopExited.signal()
-        return true
+        loopRunning.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .success
     }
 
     /// The GStreamer version, e.g. "1.22.0".
@@ -114,11 +111,6 @@ public final class GStreamerRuntime: Sendable {
 final class WorkBox {
     let work: @Sendable () -> Void
     init(_ work: @escaping @Sendable () -> Void) { self.work = work }
-}
-
-final class SignalBox {
-    let semaphore: DispatchSemaphore
-    init(_ s: DispatchSemaphore) { semaphore = s }
 }
 
 /// A running GStreamer pipeline built from a launch string, with a bus watch on the runtime's
