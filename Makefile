@@ -28,10 +28,20 @@ unit-tests:
 # The whole suite again under ThreadSanitizer, in its own build folder (.build-tsan) so the two
 # builds never overwrite each other. -DLIVEGATE_TSAN gives `Mutex` the sanitizer-visible stand-in
 # (Sources/LiveViewCore/Mutex.swift says why).
+# Reports go to files (one per process, gateways started by tests included) and are printed after
+# the run, so the end of the log shows them whatever came in between.
 TSAN_OPTIONS_RUN ?= second_deadlock_stack=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt
+TSAN_REPORTS := $(CURDIR)/.build-tsan/reports
 tsan-tests:
-	TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" $(SWIFT) test --no-parallel --sanitize=thread -Xswiftc -DLIVEGATE_TSAN \
-		--scratch-path .build-tsan
+	@rm -rf "$(TSAN_REPORTS)" && mkdir -p "$(TSAN_REPORTS)"
+	@status=0; \
+	TSAN_OPTIONS="$(TSAN_OPTIONS_RUN) log_path=$(TSAN_REPORTS)/tsan" $(SWIFT) test --no-parallel --sanitize=thread \
+		-Xswiftc -DLIVEGATE_TSAN --scratch-path .build-tsan || status=$$?; \
+	for f in "$(TSAN_REPORTS)"/tsan.*; do \
+		[ -e "$$f" ] || continue; \
+		echo "==== ThreadSanitizer output of process $${f##*.} ($(TSAN_REPORTS)):"; head -c 60000 "$$f"; \
+	done; \
+	exit $$status
 
 conformance: build
 	@if [ -x "$(CONFORMANCE)" ]; then \

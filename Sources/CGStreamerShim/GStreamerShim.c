@@ -11,14 +11,17 @@
 static gsize lg_init_done = 0;
 static gboolean lg_init_ok = FALSE;
 
+/* lg_init_ok is published with its own release/acquire pair: the one inside GLib's once is not
+   visible to ThreadSanitizer (libglib is not instrumented). */
 gboolean lg_gst_init_once(void) {
     if (g_once_init_enter(&lg_init_done)) {
         GError *err = NULL;
-        lg_init_ok = gst_init_check(NULL, NULL, &err);
+        gboolean ok = gst_init_check(NULL, NULL, &err);
         if (err) g_error_free(err);
+        __atomic_store_n(&lg_init_ok, ok, __ATOMIC_RELEASE);
         g_once_init_leave(&lg_init_done, 1);
     }
-    return lg_init_ok;
+    return __atomic_load_n(&lg_init_ok, __ATOMIC_ACQUIRE);
 }
 
 GstElement *lg_element(gpointer p) { return GST_ELEMENT(p); }

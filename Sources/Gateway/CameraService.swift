@@ -1,7 +1,7 @@
 import CameraEmulators
 import CameraKit
 import ServiceLifecycle
-import Synchronization
+import LiveViewCore
 
 /// One camera as a service of the application's `ServiceGroup`: it lives while the camera streams
 /// (its driver connecting and reconnecting, its in-process emulator serving) and, on the group's

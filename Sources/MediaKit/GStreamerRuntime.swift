@@ -37,6 +37,10 @@ public final class GStreamerRuntime: Sendable {
         guard lg_gst_init_once() != 0 else { throw MediaError("gst_init failed") }
         self.logger = logger
         let ctx = lg_main_context_new()!
+        // The runtime's own reference, released by deinit: `invoke()` and a bus watch attached
+        // after `shutdown()` (the loop's thread has then let go of its reference) still find a live
+        // context, whose work is just never run.
+        g_main_context_ref(ctx)
         let loop = lg_main_loop_new(ctx)!
         handles = Handles(context: ctx, loop: loop)
         let h = handles
@@ -59,7 +63,10 @@ public final class GStreamerRuntime: Sendable {
         started.wait()
     }
 
-    deinit { shutdown() }
+    deinit {
+        shutdown()
+        g_main_context_unref(handles.context)
+    }
 
     /// Stops the main loop and waits (up to `wait`) for its thread, which frees the loop and its
     /// context when it ends (outputs must be stopped first). Returns false when the loop was still
