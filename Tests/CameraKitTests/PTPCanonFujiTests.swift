@@ -110,16 +110,118 @@ extension PTPTests {
             }
         }
 
-        @Test func propertiesAreNotSupported() async throws {
+        /// Each common property is one SetDevicePropValue with Fujifilm's own code and value, and reads
+        /// back in words (never the raw number).
+        @Test func everyCommonPropertyMapsToFujiCodes() async throws {
             let s = try await PTPSetup.make(.fuji)
             #expect(await s.driver.waitUntilStreaming())
-            let n = s.emulator.requests.count
-            do {
-                try await s.driver.setProperty(.iso, to: .number(400))
-                Issue.record("expected notSupported")
-            } catch CameraControlError.notSupported {}
-            #expect(s.emulator.requests.count == n)
+            s.emulator.clearRequests()
+            try await s.driver.setProperty(.whiteBalance, to: .text("tungsten"))
+            try await s.driver.setProperty(.iso, to: .number(800))
+            try await s.driver.setProperty(.shutterSpeed, to: .text("1/250"))
+            try await s.driver.setProperty(.aperture, to: .text("6.3"))
+            try await s.driver.setProperty(.exposureCompensation, to: .number(-0.7))
+            try await s.driver.setProperty(.focusMode, to: .text("af-c"))
+            try await s.driver.setProperty(.whiteBalance, to: .text("3200K"))
+            let sets = s.requests(PTPOperation.setDevicePropValue).map { "\(String($0.params[0], radix: 16)) \($0.data)" }
+            #expect(sets == [
+                "5005 \(ptpLE16(6))", "d02a \(ptpLE32(800))", "d240 \(ptpLE32(0x8000_0000 | 250_000))", "5007 \(ptpLE16(640))",
+                "5010 \(ptpLE16(-667))", "500a \(ptpLE16(0x8002))", "5005 \(ptpLE16(0x8007))", "d017 \(ptpLE16(3200))",
+            ])
+            let props = try await s.driver.properties()
+            let byName = Dictionary(uniqueKeysWithValues: props.map { ($0.name, $0) })
+            #expect(props.count == PropertyName.allCases.count)
+            #expect(byName[.whiteBalance]?.value == .text("3200K"))
+            #expect(byName[.iso]?.value == .number(800))
+            #expect(byName[.shutterSpeed]?.value == .text("1/250"))
+            #expect(byName[.aperture]?.value == .text("6.3"))
+            #expect(byName[.exposureCompensation]?.value == .number(-0.7))
+            #expect(byName[.focusMode]?.value == .text("af-c"))
+            #expect(byName[.whiteBalance]?.choices.contains(.text("underwater")) == true)
+            #expect(byName[.whiteBalance]?.choices.contains(.text("10000K")) == true)
+            #expect(byName[.iso]?.choices.contains(.text("auto")) == true)
+            #expect(byName[.shutterSpeed]?.choices.contains(.text("2\"")) == true)
+            #expect(props.allSatisfy { !($0.displayText ?? "").contains("camera value") })
+            try await s.driver.setProperty(.whiteBalance, to: .text("underwater"))
+            #expect(s.emulator.propertyValue(0x5005) == 0x0008)
             await s.shutdown()
+        }
+
+        @Test func valuesTheBodyDoesNotOfferAreRefusedWithoutARequest() async throws {
+            let s = try await PTPSetup.make(.fuji)
+            #expect(await s.driver.waitUntilStreaming())
+            s.emulator.clearRequests()
+            do {
+                try await s.driver.setProperty(.iso, to: .number(123))
+                Issue.record("expected invalidValue")
+            } catch CameraControlError.invalidValue(let p, _, let valid) {
+                #expect(p == .iso)
+                #expect(valid.contains("6400") && valid.contains("auto"))
+            }
+            do {
+                try await s.driver.setProperty(.whiteBalance, to: .text("20000K"))
+                Issue.record("expected invalidValue")
+            } catch CameraControlError.invalidValue(_, _, let valid) {
+                #expect(valid == ["2500K…10000K in steps of 10K"])
+            }
+            await #expect(throws: CameraControlError.self) { try await s.driver.setProperty(.focusMode, to: .text("af-a")) }
+            #expect(s.requests(PTPOperation.setDevicePropValue).isEmpty)
+            await s.shutdown()
+        }
+
+        /// An X-T1-era body: its own white-balance numbering, and exposure values that move only by
+        /// the step operations (SetDevicePropValue refused).
+        @Test func anXT1IsSteppedAndReadInItsOwnNumbering() async throws {
+            let s = try await PTPSetup.make(.fuji, fujiBody: .xt1)
+            #expect(await s.driver.waitUntilStreaming())
+            s.emulator.clearRequests()
+            try await s.driver.setProperty(.shutterSpeed, to: .text("1/30"))
+            #expect(s.emulator.propertyValue(0xD240) == Int64(0x8000_0000 | 30_000))
+            #expect(s.requests(0x902C).map(\.params) == [[0], [0]])
+            try await s.driver.setProperty(.aperture, to: .text("8"))
+            #expect(s.emulator.propertyValue(0x5007) == 800)
+            #expect(s.requests(0x902D).map(\.params) == [[1], [1], [1]])
+            try await s.driver.setProperty(.exposureCompensation, to: .number(0.7))
+            #expect(s.emulator.propertyValue(0x5010) == 667)
+            #expect(s.requests(0x902E).map(\.params) == [[1], [1]])
+            try await s.driver.setProperty(.whiteBalance, to: .text("4000K"))
+            #expect(s.emulator.propertyValue(0x5005) == 0x800B)
+            #expect(s.emulator.propertyValue(0xD017) == 4000)
+            try await s.driver.setProperty(.whiteBalance, to: .text("underwater"))
+            #expect(s.emulator.propertyValue(0x5005) == 0x800A)
+            let props = try await s.driver.properties()
+            #expect(props.first { $0.name == .shutterSpeed }?.value == .text("1/30"))
+            #expect(props.first { $0.name == .whiteBalance }?.value == .text("underwater"))
+            await s.shutdown()
+        }
+
+        /// The focus point of the state list (0xD212) is every frame's AF area: a cell of the body's
+        /// 7 × 7 grid, one the emulator's AF box held (the list is read at most twice a second).
+        @Test func theFocusPointIsEveryFramesAFArea() async throws {
+            let s = try await PTPSetup.make(.fuji)
+            #expect(await s.collector.wait(for: 60))
+            await s.shutdown()
+            let frames = s.collector.all
+            #expect(frames.allSatisfy { $0.af.count == 1 }, "\(frames.filter { $0.af.count != 1 }.count) frames without the point")
+            let source = try TestPatternSource(width: 320, height: 240)
+            func cell(_ centre: Double) -> Int { min(7, max(1, Int(centre * 7) + 1)) }
+            var held = Set<[Int]>()
+            for i in 0..<s.emulator.framesSent {
+                let b = source.frame(index: i).afBox
+                held.insert([cell((b.x1 + b.x2) / 2), cell((b.y1 + b.y2) / 2)])
+            }
+            var seen = Set<[Int]>()
+            for f in frames {
+                guard let p = f.af.first?.pixels else { continue }
+                // A cell of a 320 × 240 picture on a 7 × 7 grid.
+                #expect(abs(p.width - 46) <= 1 && abs(p.height - 34) <= 1, "\(p)")
+                let c = [Int((Double(p.x) / (320.0 / 7)).rounded()) + 1, Int((Double(p.y) / (240.0 / 7)).rounded()) + 1]
+                #expect(held.contains(c), "cell \(c) never held the AF box")
+                seen.insert(c)
+                #expect(f.af.first?.state == .selected)
+            }
+            #expect(seen.count >= 2, "the point follows the AF box: \(seen)")
+            #expect(s.requests(PTPOperation.getDevicePropValue).filter { $0.params == [0xD212] }.count <= 8)
         }
 
         @Test func stallEndsTheSessionAndItComesBack() async throws {

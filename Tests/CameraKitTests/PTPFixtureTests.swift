@@ -174,6 +174,41 @@ extension PTPTests {
             #expect(PTPVocabulary.nikon.first { $0.name == .shutterSpeed }!.toCommon(Int64(25 << 16 | 10)) == .text("2.5\""))
             #expect(PTPVocabulary.sony.first { $0.name == .iso }!.toCommon(0x00FF_FFFF) == .text("auto"))
         }
+
+        /// Fujifilm's two codes for ISO and shutter (Wi-Fi and USB) and its two white-balance numberings.
+        @Test func fujiVocabularyReadsBothReadings() {
+            func fuji(_ code: UInt16, _ v: Int64) -> PropertyValue? {
+                PTPVocabulary.fuji.first { $0.code == code }!.toCommon(v)
+            }
+            #expect(fuji(0xD02A, 0x8000_1900) == .text("auto"))
+            #expect(fuji(0xD02A, 0xFFFF_FFFF) == .text("auto"))
+            #expect(fuji(0xD02A, 0x4000_C800) == .number(51200))
+            #expect(fuji(0xD02A, 400) == .number(400))
+            #expect(fuji(0x500F, Int64(UInt32(bitPattern: -2))) == .text("auto"))
+            #expect(fuji(0x500F, 12800) == .number(12800))
+            #expect(fuji(0xD240, 0x8001_86A0) == .text("1/100"))
+            #expect(fuji(0xD240, 2000) == .text("2\""))
+            #expect(fuji(0xD240, 0xFFFF_FFFF) == .text("auto"))
+            #expect(fuji(0x500D, 7812) == .text("1/125"))
+            #expect(fuji(0x500D, 122) == .text("1/8000"))
+            #expect(fuji(0x500D, 9843) == .text("1/100"))
+            #expect(fuji(0x500D, 32_000_000) == .text("30\""))
+            #expect(fuji(0x500D, 64_000_000) == .text("60\""))
+            #expect(fuji(0x500D, 64_000_030) == .text("120\""))
+            #expect(fuji(0x500D, 0xFFFF_FFFF) == .text("bulb"))
+            #expect(fuji(0x5007, 640) == .text("6.3"))
+            #expect(fuji(0x5007, 360) == .text("3.5"))
+            #expect(fuji(0x5007, 1100) == .text("11"))
+            #expect(fuji(0x5010, Int64(UInt16(bitPattern: -2667))) == .number(-2.7))
+            #expect(fuji(0x500A, 0x8002) == .text("af-c"))
+            let current = PTPVocabulary.FujiWhiteBalanceTable(offered: [2, 0x8007, 0x0008, 0x8008])
+            let xt1 = PTPVocabulary.FujiWhiteBalanceTable(offered: [2, 0x800A, 0x800B, 0x800C])
+            #expect(PTPVocabulary.fujiWhiteBalance(0x800A, table: xt1) == .text("underwater"))
+            #expect(PTPVocabulary.fujiWhiteBalance(0x800A, table: current) == .text("custom3"))
+            #expect(PTPVocabulary.fujiWhiteBalance(0x0008, table: current) == .text("underwater"))
+            #expect(PTPVocabulary.fujiWhiteBalance(0x8002, table: current) == .text("fluorescent2"))
+            #expect(xt1.kelvinMode == 0x800B && current.kelvinMode == 0x8007)
+        }
     }
 
     /// PTP/IP session rules, with the driver's own transport against the emulator.

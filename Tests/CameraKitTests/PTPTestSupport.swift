@@ -17,10 +17,10 @@ struct PTPSetup {
     let width = 320, height = 240
 
     static func make(_ kind: PTPEmulatorKind, fps: Double = 30, driverFPS: Double = 30, nikonUseEx: Bool = true,
-                     start: Bool = true) async throws -> PTPSetup {
+                     fujiBody: FujiEmulatedBody = .xh1, start: Bool = true) async throws -> PTPSetup {
         let group = MultiThreadedEventLoopGroup.singleton
         let emulator = PTPEmulator(kind: kind, fps: fps, source: try TestPatternSource(width: 320, height: 240),
-                                   group: group, nikonUseEx: nikonUseEx)
+                                   group: group, nikonUseEx: nikonUseEx, fujiBody: fujiBody)
         try await emulator.start()
         var logger = Logger(label: "test.ptp")
         logger.logLevel = .critical

@@ -150,4 +150,44 @@ import Testing
         await gateway.stop()
         await emulator.stop()
     }
+    /// `livegate set` on a Fujifilm body sends Fujifilm's own property codes and values (the
+    /// emulator's request log), and `livegate get` reads them back in words.
+    @Test(.enabled(if: livegateBinary() != nil, "needs the livegate binary built by swift build"))
+    func cliSetOnAFujifilmSendsItsOwnCodes() async throws {
+        let emulator = PTPEmulator(kind: .fuji, fps: 10, source: try TestPatternSource(width: 320, height: 240),
+                                   group: MultiThreadedEventLoopGroup.singleton)
+        try await emulator.start()
+        let gateway = try await startGateway(camera: emulator.cameraURL, label: "cli-fuji")
+        let (server, api) = try await startAPIServer(gateway)
+        let bin = livegateBinary()!
+        // The camera must be connected before its properties can be set.
+        let deadline = Date().addingTimeInterval(10)
+        while emulator.framesSent < 3, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        emulator.clearRequests()
+        let values: [(String, String)] = [
+            ("whiteBalance", "5500K"), ("iso", "1600"), ("shutterSpeed", "1/500"), ("aperture", "8"),
+            ("exposureCompensation", "-1.0"), ("focusMode", "mf"),
+        ]
+        for (name, value) in values {
+            let r = try runProcess(bin, ["set", "cam0", name, value, "--api", api], timeout: 30)
+            #expect(r.status == 0, "set \(name) \(value): \(r.output)")
+        }
+        let sets = emulator.requests.filter { $0.code == 0x1016 }.map { "\(String($0.params[0], radix: 16)) \($0.data)" }
+        #expect(sets == [
+            "5005 [7, 128]", "d017 [124, 21]", "d02a [64, 6, 0, 0]", "d240 [32, 161, 7, 128]", "5007 [32, 3]",
+            "5010 [24, 252]", "500a [1, 0]",
+        ])
+        let get = try runProcess(bin, ["get", "cam0", "--api", api], timeout: 30)
+        #expect(get.status == 0, "\(get.output)")
+        var read: [String: String] = [:]
+        for line in get.output.split(separator: "\n") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            if parts.count == 2 { read[String(parts[0])] = String(parts[1]) }
+        }
+        #expect(read == ["whiteBalance": "5500K", "iso": "1600", "shutterSpeed": "1/500", "aperture": "8.0",
+                         "exposureCompensation": "-1", "focusMode": "mf"], "\(get.output)")
+        server.cancel()
+        await gateway.stop()
+        await emulator.stop()
+    }
 }

@@ -177,11 +177,13 @@ struct PushTests {
 
 @Suite("AF in recordings")
 struct AFRecordingTests {
-    /// Sony PTP's focal-frame boxes reach the recording's sidecar like every vendor's.
-    @Test func sonyPTPBoxesAreInTheSidecar() async throws {
-        let rec = try temporaryDirectory("lg-rec-sonyptp")
+    /// Sony PTP's focal-frame boxes and Fujifilm's focus point reach the recording's sidecar like
+    /// every vendor's.
+    @Test(arguments: ["sony-ptp", "fuji"])
+    func ptpBoxesAreInTheSidecar(vendor: String) async throws {
+        let rec = try temporaryDirectory("lg-rec-\(vendor)")
         defer { try? FileManager.default.removeItem(at: rec) }
-        let gateway = try await startGateway(camera: "emulator:sony-ptp", label: "sony-ptp-rec") { $0.recordDirectory = rec.path }
+        let gateway = try await startGateway(camera: "emulator:\(vendor)", label: "\(vendor)-rec") { $0.recordDirectory = rec.path }
         func sidecarLines() -> [String] {
             let files = (try? FileManager.default.contentsOfDirectory(atPath: rec.path)) ?? []
             guard let f = files.first(where: { $0.hasSuffix(".af.jsonl") }),

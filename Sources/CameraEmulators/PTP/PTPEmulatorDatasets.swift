@@ -70,6 +70,10 @@ struct PTPEmulatedProperty: Sendable {
     var value: Int64
     var allowed: [Int64]
     var writable = true
+    /// A range form (min, max, step) instead of the enumeration.
+    var range: (min: Int64, max: Int64, step: Int64)?
+    /// SetDevicePropValue is refused (AccessDenied): the value moves only by step operations.
+    var stepsOnly = false
 
     /// GetDevicePropDesc dataset; `sony` adds the IsEnabled byte after GetSet.
     func desc(sony: Bool = false) -> [UInt8] {
@@ -80,7 +84,12 @@ struct PTPEmulatedProperty: Sendable {
         if sony { b.append(1) }
         b.ptpValue(allowed.first ?? value, type: type)
         b.ptpValue(value, type: type)
-        if allowed.isEmpty {
+        if let range {
+            b.append(1)
+            b.ptpValue(range.min, type: type)
+            b.ptpValue(range.max, type: type)
+            b.ptpValue(range.step, type: type)
+        } else if allowed.isEmpty {
             b.append(0)
         } else {
             b.append(2)

@@ -10,6 +10,15 @@ public enum PTPEmulatorKind: String, Sendable, CaseIterable {
     case fuji
 }
 
+/// Which Fujifilm body the emulator plays (`PTPFujiVocabulary.swift` in CameraKit has the readings).
+public enum FujiEmulatedBody: String, Sendable, CaseIterable {
+    /// Current numbering (white balance 0x8007 = colour temperature), SetDevicePropValue for everything.
+    case xh1 = "x-h1"
+    /// X-T1-era Wi-Fi firmware: white balance 0x800B = colour temperature, 0x800A underwater, and the
+    /// exposure values (0xD240, 0x5007, 0x5010) change only by the step operations 0x902C–0x902E.
+    case xt1 = "x-t1"
+}
+
 /// One operation the emulator received: code, params and the data-out payload (if any).
 public struct PTPRequestRecord: Sendable, Hashable {
     public var code: UInt16
@@ -61,20 +70,23 @@ final class PTPEmulatorModel: Sendable {
     let intervalNanos: UInt64
     let nikonUseEx: Bool
     let nikonExHeaderSize: Int
+    let fujiBody: FujiEmulatedBody
     let state: Mutex<State>
     let log = Mutex<[PTPRequestRecord]>([])
     /// Nikon whole-size AF space / Canon sensor size.
     static let nikonWhole = (w: 6048, h: 3400)
     static let canonSensor = (w: 6000, h: 4000)
 
-    init(kind: PTPEmulatorKind, source: any EmulatorFrameSource, fps: Double, nikonUseEx: Bool, nikonExHeaderSize: Int) {
+    init(kind: PTPEmulatorKind, source: any EmulatorFrameSource, fps: Double, nikonUseEx: Bool, nikonExHeaderSize: Int,
+         fujiBody: FujiEmulatedBody = .xh1) {
         self.kind = kind
+        self.fujiBody = fujiBody
         self.source = source
         self.intervalNanos = UInt64(1e9 / max(fps, 0.1))
         self.nikonUseEx = nikonUseEx
         self.nikonExHeaderSize = nikonExHeaderSize
         var s = State()
-        for p in Self.initialProperties(kind) { s.props[p.code] = p }
+        for p in Self.initialProperties(kind, fujiBody: fujiBody) { s.props[p.code] = p }
         state = Mutex(s)
     }
 
@@ -104,14 +116,15 @@ final class PTPEmulatorModel: Sendable {
                                       model: "ILCE emulated", version: "1.00", serial: "00000001")
         case .fuji:
             return PTPEmulatedDeviceInfo(vendorExtensionID: 0x06, vendorExtensionDesc: "fujifilm.co.jp: 1.0; ",
-                                      operations: common + cardOps + [0x101C, 0x1018], events: [], properties: props,
-                                      manufacturer: "FUJIFILM", model: "X-H1", version: "1.00", serial: "EMU0001")
+                                      operations: common + cardOps + [0x101C, 0x1018, 0x902C, 0x902D, 0x902E], events: [],
+                                      properties: props, manufacturer: "FUJIFILM", model: fujiBody == .xt1 ? "X-T1" : "X-H1",
+                                      version: "1.00", serial: "EMU0001")
         }
     }
 
     static func thirds(_ lo: Int, _ hi: Int) -> [Int64] { (lo...hi).map { Int64(($0 * 1000) / 3) } }
 
-    static func initialProperties(_ kind: PTPEmulatorKind) -> [PTPEmulatedProperty] {
+    static func initialProperties(_ kind: PTPEmulatorKind, fujiBody: FujiEmulatedBody = .xh1) -> [PTPEmulatedProperty] {
         let wb: [Int64] = [2, 4, 5, 6, 7, 0x8010, 0x8011]
         let f: [Int64] = [280, 400, 560, 800, 1100, 1600]
         func frac(_ n: Int64, _ d: Int64) -> Int64 { n << 16 | d }
@@ -159,8 +172,40 @@ final class PTPEmulatorModel: Sendable {
                 PTPEmulatedProperty(code: 0xDF00, type: 4, value: 1, allowed: [], writable: false),
                 PTPEmulatedProperty(code: 0xDF01, type: 4, value: 0, allowed: []),
                 PTPEmulatedProperty(code: 0xDF24, type: 6, value: 0x0002_0001, allowed: []),
-            ]
+            ] + fujiExposure(fujiBody)
         }
+    }
+
+    /// Fujifilm's exposure properties. The step operations move along each list (ordered slow to
+    /// fast, open to closed, dark to bright) by one place.
+    static func fujiExposure(_ body: FujiEmulatedBody) -> [PTPEmulatedProperty] {
+        let wb: [Int64] = body == .xt1
+            ? [0x0002, 0x0004, 0x8006, 0x8001, 0x8002, 0x8003, 0x0006, 0x800A, 0x800B, 0x800C]
+            : [0x0002, 0x0004, 0x8006, 0x8001, 0x8002, 0x8003, 0x0006, 0x0008, 0x8007, 0x8008, 0x8009]
+        // 0xD02A: bit 31 = auto up to the ISO in the low bits, bit 30 = extended (L/H).
+        let iso: [Int64] = [0x8000_0190, 0x8000_0320, 0x8000_0640, 0x8000_0C80, 0x8000_1900, 0x4000_0064]
+            + [200, 250, 320, 400, 500, 640, 800, 1000, 1250, 1600, 2000, 2500, 3200, 4000, 5000, 6400]
+            + [0x4000_3200, 0x4000_6400, 0x4000_C800]
+        // 0xD240: milliseconds, or (bit 31) 1/N s as N × 1000.
+        let shutter: [Int64] = [2000, 1000, 500] + [4, 8, 15, 30, 60, 125, 250, 500, 1000, 2000, 4000].map {
+            0x8000_0000 | Int64($0 * 1000)
+        }
+        let apertures: [Int64] = [200, 220, 250, 280, 320, 360, 400, 450, 500, 560, 640, 710, 800, 900, 1000, 1100, 1300,
+                                  1400, 1600]
+        let ev = (-9...9).map { Int64((Double($0) * 1000 / 3).rounded()) }
+        return [
+            PTPEmulatedProperty(code: 0x5005, type: 4, value: 2, allowed: wb),
+            PTPEmulatedProperty(code: 0xD017, type: 4, value: 5500, allowed: [], range: (2500, 10000, 10)),
+            PTPEmulatedProperty(code: 0xD02A, type: 6, value: 0x8000_1900, allowed: iso),
+            PTPEmulatedProperty(code: 0xD240, type: 6, value: 0x8000_0000 | 125_000, allowed: shutter,
+                                stepsOnly: body == .xt1),
+            PTPEmulatedProperty(code: 0x5007, type: 4, value: 560, allowed: apertures, stepsOnly: body == .xt1),
+            PTPEmulatedProperty(code: 0x5010, type: 3, value: 0, allowed: ev, stepsOnly: body == .xt1),
+            PTPEmulatedProperty(code: 0x500A, type: 4, value: 0x8001, allowed: [0x0001, 0x8001, 0x8002]),
+            // The focus point's range as an X-T1 gives it: the maximum is a 7 × 7 grid.
+            PTPEmulatedProperty(code: FujiFocusPoint.property, type: 6, value: Int64(FujiFocusPoint.value(x: 4, y: 4)),
+                                allowed: [], writable: false, range: (0, 0x1009_0707, 1)),
+        ]
     }
 
     // MARK: Lifecycle
@@ -353,8 +398,12 @@ final class PTPEmulatorModel: Sendable {
     private func set(_ prop: UInt16, _ data: [UInt8]) -> UInt16 {
         state.withLock { s in
             guard var p = s.props[prop] else { return PTPResponse.devicePropNotSupported }
+            guard !p.stepsOnly else { return PTPResponse.accessDenied }
             guard p.writable, let v = ptpReadValue(data, type: p.type) else { return PTPResponse.invalidDevicePropValue }
             guard p.allowed.isEmpty || p.allowed.contains(v) else { return PTPResponse.invalidDevicePropValue }
+            if let r = p.range, v < r.min || v > r.max || (v - r.min) % max(r.step, 1) != 0 {
+                return PTPResponse.invalidDevicePropValue
+            }
             p.value = v
             s.props[prop] = p
             return PTPResponse.ok
@@ -664,6 +713,9 @@ final class PTPEmulatorModel: Sendable {
     // MARK: Fujifilm
 
     private func fuji(_ code: UInt16, _ params: [UInt32], _ data: [UInt8], _ p0: UInt32) -> PTPReply {
+        if code == PTPOperation.getDevicePropValue, p0 == UInt32(FujiStateList.property) {
+            return PTPReply(code: PTPResponse.ok, data: fujiStateList())
+        }
         if let r = standardProps(code, data, p0) { return r }
         switch code {
         case 0x101C:
@@ -672,9 +724,37 @@ final class PTPEmulatorModel: Sendable {
         case 0x1018:
             state.withLock { $0.captureOpen = false }
             return PTPReply(code: PTPResponse.ok)
+        case 0x902C, 0x902D, 0x902E:
+            // One step along the property's list: p1 1 = faster / closes / brighter.
+            let prop: UInt16 = code == 0x902C ? 0xD240 : code == 0x902D ? 0x5007 : 0x5010
+            return state.withLock { s in
+                guard var p = s.props[prop], let i = p.allowed.firstIndex(of: p.value) else {
+                    return PTPReply(code: PTPResponse.invalidDevicePropValue)
+                }
+                let j = p0 == 1 ? i + 1 : i - 1
+                guard p.allowed.indices.contains(j) else { return PTPReply(code: PTPResponse.invalidDevicePropValue) }
+                p.value = p.allowed[j]
+                s.props[prop] = p
+                return PTPReply(code: PTPResponse.ok)
+            }
         default:
             return PTPReply(code: PTPResponse.operationNotSupported)
         }
+    }
+
+    /// The Wi-Fi state list (0xD212): the exposure properties and the focus point, the grid cell
+    /// (7 × 7) holding the centre of the AF box of the frame pushed last.
+    private func fujiStateList() -> [UInt8] {
+        let (props, index) = state.withLock { ($0.props, max(0, $0.frameIndex - 1)) }
+        let box = source.frame(index: index).afBox
+        func cell(_ centre: Double) -> Int { min(7, max(1, Int(centre * 7) + 1)) }
+        var entries: [(code: UInt16, value: UInt32)] = [0x5005, 0x5007, 0x5010, 0xD02A, 0xD240].compactMap { c in
+            props[c].map { (c, UInt32(truncatingIfNeeded: $0.value)) }
+        }
+        entries.append((FujiFocusPoint.property, FujiFocusPoint.value(x: cell((box.x1 + box.x2) / 2), y: cell((box.y1 + box.y2) / 2))))
+        var out: [UInt8] = []
+        FujiStateList.append(entries, to: &out)
+        return out
     }
 
     /// The next pushed Fuji frame, or nil while stalled / capture not open.

@@ -5,8 +5,9 @@ import NIOCore
 
 /// Fujifilm X over Wi-Fi (ptp.md §2.4): ClientState 0xDF01 = 5, AppVersion 0xDF24 read and written
 /// back, InitiateOpenCapture 0x101C, then the event and live-view ports; the camera pushes
-/// `u32 len + 14-byte header + JPEG` frames on the live-view port. Properties: the notes give no
-/// Fujifilm codes for the common vocabulary → not supported.
+/// `u32 len + 14-byte header + JPEG` frames on the live-view port. Properties as
+/// `PTPFujiVocabulary.swift` lays them out; the focus point (`FujiFocusPoint`) from the state list
+/// 0xD212, read at most twice a second, is every frame's AF area.
 final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
     let link: PTPLink
     let vendor = PTPVendor.fuji
@@ -19,6 +20,10 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
     private let sockets = Mutex<[PTPSocket]>([])
     private let liveView = Mutex<PTPSocket?>(nil)
     private let captureTID = Mutex<UInt32>(0)
+    /// When the state list was last read, and whether the body answers it.
+    private let stateCheck = Mutex<(last: ContinuousClock.Instant?, works: Bool)>((nil, true))
+    /// The focus point's range maximum (its grid), when the body gives one.
+    private let focusMaximum = Mutex<UInt32?>(nil)
     static let clientState: UInt16 = 0xDF01
     static let appVersion: UInt16 = 0xDF24
 
@@ -41,6 +46,11 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         }
         let r = try await callOK(PTPOperation.initiateOpenCapture, [0, 0])
         captureTID.withLock { $0 = r.transactionID }
+        if let d = try await desc(FujiFocusPoint.property), case .range(_, let hi, _) = d.form {
+            focusMaximum.withLock { $0 = UInt32(truncatingIfNeeded: hi) }
+        }
+        stateCheck.withLock { $0 = (nil, true) }
+        try await readState()
         let evt = try await PTPSocket.connect(host: host, port: eventPort, group: group, mode: .lengthPrefixed,
                                               name: "fuji event", timeout: timeout)
         sockets.withLock { $0.append(evt) }
@@ -55,16 +65,167 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         guard case .message(let m) = try await lv.receive(timeout: timeout) else { return .busy }
         let got = parser.withLock { p in
             let result = collectFrames(emit) { p.feed(m, $0) }
-            if result.damaged { p = FujiLiveViewParser() }
+            if result.damaged {
+                let focus = p.focusPoint
+                p = FujiLiveViewParser()
+                p.focusPoint = focus
+            }
             return result.got
         }
+        try await readState()
         return got ? .frame : .busy
     }
 
-    func properties() async throws -> [CameraProperty] { [] }
+    /// Reads the state list (0xD212) for the focus point, at most twice a second; the frames carry
+    /// the point as their AF area until it changes. A body that does not answer the list is not
+    /// asked again this session.
+    private func readState() async throws {
+        let now = ContinuousClock.now
+        let due = stateCheck.withLock { s -> Bool in
+            guard s.works else { return false }
+            if let last = s.last, now - last < .milliseconds(500) { return false }
+            s.last = now
+            return true
+        }
+        guard due else { return }
+        let r = try await call(PTPOperation.getDevicePropValue, [UInt32(FujiStateList.property)])
+        guard r.ok else {
+            stateCheck.withLock { $0.works = false }
+            logger.debug("fuji: no state list (0xD212 answered 0x\(String(r.code, radix: 16))): no focus point")
+            return
+        }
+        guard let v = FujiStateList.parse(r.data).first(where: { $0.code == FujiFocusPoint.property })?.value else { return }
+        let point = FujiFocusPoint(value: v, maximum: focusMaximum.withLock { $0 })
+        parser.withLock { $0.focusPoint = point }
+    }
+
+    // MARK: Properties (`PTPFujiVocabulary.swift` has the table)
+
+    /// The description of `code`, nil when the body has no such property.
+    private func desc(_ code: UInt16) async throws -> PTPPropDesc? {
+        guard advertises(property: code) else { return nil }
+        let r = try await call(PTPOperation.getDevicePropDesc, [UInt32(code)])
+        guard r.ok else { return nil }
+        return try PTPPropDesc.parse(r.data)
+    }
+
+    /// The mapping the body answers for `name` (the Wi-Fi code before the USB one), with its
+    /// description; white balance in the body's own numbering.
+    private func lookup(_ name: PropertyName) async throws -> (PTPPropertyMapping, PTPPropDesc)? {
+        for m in PTPVocabulary.fuji where m.name == name {
+            guard let d = try await desc(m.code) else { continue }
+            if name == .whiteBalance {
+                return (PTPVocabulary.fujiWhiteBalanceMapping(.init(offered: d.offered)), d)
+            }
+            return (m, d)
+        }
+        return nil
+    }
+
+    func properties() async throws -> [CameraProperty] {
+        var out: [CameraProperty] = []
+        for name in PropertyName.allCases {
+            guard let (m, d) = try await lookup(name) else { continue }
+            var p = PTPVocabulary.property(m, current: d.current, offered: d.offered, writable: d.writable)
+            if name == .whiteBalance { try await addKelvin(to: &p, whiteBalance: d) }
+            out.append(p)
+        }
+        return out
+    }
+
+    /// White balance on a colour temperature reads as "5500K"; the temperatures the body offers
+    /// are choices (a range at 100 K steps or its own step, whichever is coarser).
+    private func addKelvin(to p: inout CameraProperty, whiteBalance d: PTPPropDesc) async throws {
+        let mode = PTPVocabulary.FujiWhiteBalanceTable(offered: d.offered).kelvinMode
+        guard d.offered.contains(mode) || d.current == mode, let k = try await desc(PTPVocabulary.fujiKelvin) else { return }
+        if d.current == mode, let t = k.current {
+            p.value = .text("\(t)K")
+            p.displayText = "\(t)K"
+        }
+        let temperatures: [Int64]
+        switch k.form {
+        case .enumeration(let v): temperatures = v
+        case .range(let lo, let hi, let step):
+            let s = step > 0 ? step * max(1, (100 + step - 1) / step) : 100
+            temperatures = hi >= lo ? Array(stride(from: lo, through: hi, by: Int(s))) : []
+        case .none: temperatures = []
+        }
+        p.choices += temperatures.map { .text("\($0)K") }
+    }
 
     func set(_ name: PropertyName, _ value: PropertyValue) async throws {
-        throw CameraControlError.notSupported("\(name.rawValue) on Fujifilm (no property codes in the notes)")
+        guard let (m, d) = try await lookup(name) else {
+            throw CameraControlError.notSupported("\(name.rawValue) on this Fujifilm")
+        }
+        if name == .whiteBalance, let k = SonyVocabulary.kelvin(value.description) {
+            return try await setKelvin(k, whiteBalance: d)
+        }
+        let v = try PTPVocabulary.resolve(m, value, offered: d.offered)
+        guard d.writable else { throw CameraControlError.notSupported("\(name.rawValue) is read-only now") }
+        let r = try await call(PTPOperation.setDevicePropValue, [UInt32(m.code)], data: PTPDataType.encode(v, type: d.dataType))
+        if r.ok { return }
+        // Wi-Fi bodies change the exposure values only by steps.
+        guard let op = Self.stepOperation[m.code], info.operations.isEmpty || info.operations.contains(op) else {
+            throw Self.cameraError(r.code, op: PTPOperation.setDevicePropValue)
+        }
+        logger.debug("fuji: SetDevicePropValue 0x\(String(m.code, radix: 16)) answered 0x\(String(r.code, radix: 16)); stepping")
+        try await step(m, to: v, from: d, operation: op)
+    }
+
+    /// Colour temperature: white balance to the body's Kelvin mode, then 0xD017 to the value,
+    /// after checking the body offers both.
+    private func setKelvin(_ kelvin: Int, whiteBalance d: PTPPropDesc) async throws {
+        let mode = PTPVocabulary.FujiWhiteBalanceTable(offered: d.offered).kelvinMode
+        guard d.offered.contains(mode), let k = try await desc(PTPVocabulary.fujiKelvin) else {
+            throw CameraControlError.invalidValue(property: .whiteBalance, value: "\(kelvin)K",
+                                                  valid: ["(this body offers no colour temperature)"])
+        }
+        let t = Int64(kelvin)
+        switch k.form {
+        case .enumeration(let v) where !v.contains(t):
+            throw CameraControlError.invalidValue(property: .whiteBalance, value: "\(kelvin)K", valid: v.map { "\($0)K" })
+        case .range(let lo, let hi, let step) where t < lo || t > hi || (step > 0 && (t - lo) % step != 0):
+            throw CameraControlError.invalidValue(property: .whiteBalance, value: "\(kelvin)K",
+                                                  valid: ["\(lo)K…\(hi)K in steps of \(max(step, 1))K"])
+        default: break
+        }
+        if d.current != mode {
+            try await callOK(PTPOperation.setDevicePropValue, [0x5005], data: PTPDataType.encode(mode, type: d.dataType))
+        }
+        try await callOK(PTPOperation.setDevicePropValue, [UInt32(PTPVocabulary.fujiKelvin)],
+                         data: PTPDataType.encode(t, type: k.dataType))
+    }
+
+    /// Step operations of the Wi-Fi dialect, per property code.
+    static let stepOperation: [UInt16: UInt16] = [0xD240: 0x902C, 0x500D: 0x902C, 0x5007: 0x902D, 0x5010: 0x902E]
+
+    /// Moves an exposure value to `target` one step at a time, reading it back after each step;
+    /// fails when a step does not move it or it passes the target (a value the steps skip).
+    private func step(_ m: PTPPropertyMapping, to target: Int64, from d: PTPPropDesc, operation op: UInt16) async throws {
+        guard let goal = PTPVocabulary.fujiMagnitude(code: m.code, target) else {
+            throw CameraControlError.refused("\(m.name.rawValue): the body only steps, and cannot step to this value")
+        }
+        var current = d.current
+        var lastSide: Bool?
+        for _ in 0...(d.offered.count + 1) {
+            guard let c = current else { break }
+            if c == target { return }
+            guard let now = PTPVocabulary.fujiMagnitude(code: m.code, c) else {
+                throw CameraControlError.refused("\(m.name.rawValue) is set on the body (\(m.toCommon(c)?.description ?? "\(c)"))")
+            }
+            let below = now < goal
+            if let lastSide, lastSide != below { break }
+            lastSide = below
+            // Shutter: 1 = faster (a shorter time); aperture and exposure compensation: 1 = larger.
+            let param: UInt32 = m.code == 0x5007 || m.code == 0x5010 ? (below ? 1 : 0) : (below ? 0 : 1)
+            try await callOK(op, [param])
+            let r = try await callOK(PTPOperation.getDevicePropValue, [UInt32(m.code)])
+            var reader = PTPReader(r.data)
+            let next = try reader.value(type: d.dataType)
+            guard next != c else { throw CameraControlError.refused("\(m.name.rawValue): the body did not take the step") }
+            current = next
+        }
+        throw CameraControlError.refused("\(m.name.rawValue): stepping did not reach \(m.toCommon(target)?.description ?? "\(target)")")
     }
 
     func touch(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws {

@@ -17,6 +17,7 @@ public enum FujiLiveViewFrame {
 struct FujiLiveViewFormat: StreamContainerFormat {
     let bufferBound: Int
     var resyncing = false
+    var focus: FujiFocusPoint?
 
     init(limits: WireLimits) { bufferBound = limits.maxContainer }
 
@@ -47,6 +48,7 @@ struct FujiLiveViewFormat: StreamContainerFormat {
         frame.jpeg = w[(b + 18)..<(b + 18 + info.length)]
         frame.jpegOffset = offset + 18
         frame.info = info
+        if let focus { frame.af.append(focus.area(imageWidth: info.width, imageHeight: info.height)) }
         return .frame(len)
     }
 }
@@ -65,4 +67,11 @@ public struct FujiLiveViewParser: Sendable {
     public mutating func feed(_ chunk: [UInt8], _ emit: (WireEvent) -> Void) { framer.feed(chunk[...], emit) }
     public mutating func finish(_ emit: (WireEvent) -> Void) { framer.finish(emit) }
     public var stats: WireStats { framer.stats }
+
+    /// The body's focus point (its state list, not the stream, carries it): every frame from now on
+    /// has it as its AF area; nil for none.
+    public var focusPoint: FujiFocusPoint? {
+        get { framer.format.focus }
+        set { framer.format.focus = newValue }
+    }
 }
