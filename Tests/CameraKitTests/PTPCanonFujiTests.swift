@@ -224,6 +224,23 @@ extension PTPTests {
             #expect(s.requests(PTPOperation.getDevicePropValue).filter { $0.params == [0xD212] }.count <= 8)
         }
 
+        /// Touch-AF sets the focus point to the cell under the touch (inverse of the AF translation),
+        /// keeping the body's upper bits, and the frames then carry that cell.
+        @Test func touchSetsTheFocusPointToTheCellUnderIt() async throws {
+            let s = try await PTPSetup.make(.fuji)
+            #expect(await s.collector.wait(for: 3))
+            try await s.driver.touchFocus(x: 300, y: 20, imageWidth: 320, imageHeight: 240)
+            let sets = s.requests(PTPOperation.setDevicePropValue).filter { $0.params == [0xD17C] }
+            #expect(sets.map(\.data) == [ptpLE32(0x0302_0701)])
+            let n = s.collector.count
+            #expect(await s.collector.wait(for: n + 20))
+            await s.shutdown()
+            for f in s.collector.all.suffix(10) {
+                let p = f.af.first?.pixels
+                #expect(p.map { abs($0.x - 274) <= 1 && $0.y == 0 } == true, "\(String(describing: p))")
+            }
+        }
+
         @Test func stallEndsTheSessionAndItComesBack() async throws {
             let s = try await PTPSetup.make(.fuji)
             #expect(await s.collector.wait(for: 5))

@@ -63,6 +63,8 @@ final class PTPEmulatorModel: Sendable {
         var nikonStills: [[UInt8]] = []
         /// Canon: the stills written to the card by remote releases.
         var canonShots: [[UInt8]] = []
+        /// Fujifilm: a client set the focus point (touch-AF); the state list reports it.
+        var fujiPointChosen = false
     }
 
     let kind: PTPEmulatorKind
@@ -204,7 +206,7 @@ final class PTPEmulatorModel: Sendable {
             PTPEmulatedProperty(code: 0x500A, type: 4, value: 0x8001, allowed: [0x0001, 0x8001, 0x8002]),
             // The focus point's range as an X-T1 gives it: the maximum is a 7 × 7 grid.
             PTPEmulatedProperty(code: FujiFocusPoint.property, type: 6, value: Int64(FujiFocusPoint.value(x: 4, y: 4)),
-                                allowed: [], writable: false, range: (0, 0x1009_0707, 1)),
+                                allowed: [], range: (0, 0x1009_0707, 1)),
         ]
     }
 
@@ -716,6 +718,12 @@ final class PTPEmulatorModel: Sendable {
         if code == PTPOperation.getDevicePropValue, p0 == UInt32(FujiStateList.property) {
             return PTPReply(code: PTPResponse.ok, data: fujiStateList())
         }
+        if code == PTPOperation.setDevicePropValue, p0 == UInt32(FujiFocusPoint.property) {
+            // A point chosen by the client stays; the state list no longer follows the AF box.
+            let r = set(FujiFocusPoint.property, data)
+            if r == PTPResponse.ok { state.withLock { $0.fujiPointChosen = true } }
+            return PTPReply(code: r)
+        }
         if let r = standardProps(code, data, p0) { return r }
         switch code {
         case 0x101C:
@@ -745,13 +753,18 @@ final class PTPEmulatorModel: Sendable {
     /// The Wi-Fi state list (0xD212): the exposure properties and the focus point, the grid cell
     /// (7 × 7) holding the centre of the AF box of the frame pushed last.
     private func fujiStateList() -> [UInt8] {
-        let (props, index) = state.withLock { ($0.props, max(0, $0.frameIndex - 1)) }
-        let box = source.frame(index: index).afBox
-        func cell(_ centre: Double) -> Int { min(7, max(1, Int(centre * 7) + 1)) }
+        let (props, index, chosen) = state.withLock { ($0.props, max(0, $0.frameIndex - 1), $0.fujiPointChosen) }
         var entries: [(code: UInt16, value: UInt32)] = [0x5005, 0x5007, 0x5010, 0xD02A, 0xD240].compactMap { c in
             props[c].map { (c, UInt32(truncatingIfNeeded: $0.value)) }
         }
-        entries.append((FujiFocusPoint.property, FujiFocusPoint.value(x: cell((box.x1 + box.x2) / 2), y: cell((box.y1 + box.y2) / 2))))
+        if chosen, let p = props[FujiFocusPoint.property] {
+            entries.append((FujiFocusPoint.property, UInt32(truncatingIfNeeded: p.value)))
+        } else {
+            let box = source.frame(index: index).afBox
+            func cell(_ centre: Double) -> Int { min(7, max(1, Int(centre * 7) + 1)) }
+            entries.append((FujiFocusPoint.property,
+                            FujiFocusPoint.value(x: cell((box.x1 + box.x2) / 2), y: cell((box.y1 + box.y2) / 2))))
+        }
         var out: [UInt8] = []
         FujiStateList.append(entries, to: &out)
         return out

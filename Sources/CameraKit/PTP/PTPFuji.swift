@@ -228,8 +228,20 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         throw CameraControlError.refused("\(m.name.rawValue): stepping did not reach \(m.toCommon(target)?.description ?? "\(target)")")
     }
 
+    /// Touch-AF: the focus point (0xD17C) set to the grid cell under the touch, keeping the bits
+    /// above the point as the body reports them. UNCONFIRMED: how bodies take a new point is not
+    /// documented; SetDevicePropValue is what the property's GetSet flag offers.
     func touch(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws {
-        throw CameraControlError.notSupported("touch-AF on Fujifilm")
+        guard let d = try await desc(FujiFocusPoint.property) else {
+            throw CameraControlError.notSupported("touch-AF on this Fujifilm (it reports no focus point)")
+        }
+        guard d.writable else { throw CameraControlError.notSupported("touch-AF: the focus point is read-only on this body") }
+        let maximum = focusMaximum.withLock { $0 }
+        let point = FujiFocusPoint(pixelX: x, pixelY: y, imageWidth: imageWidth, imageHeight: imageHeight, maximum: maximum,
+                                   upperBits: UInt32(truncatingIfNeeded: d.current ?? 0))
+        try await callOK(PTPOperation.setDevicePropValue, [UInt32(FujiFocusPoint.property)],
+                         data: PTPDataType.encode(Int64(point.value), type: d.dataType))
+        parser.withLock { $0.focusPoint = point }
     }
 
     func stopLiveView() async {

@@ -43,16 +43,39 @@ public struct FujiFocusPoint: Sendable, Hashable {
     public var columns: Int
     public var rows: Int
 
+    /// The bits above the point, kept as the body sent them.
+    public var upperBits: UInt32
+
     /// nil when the point lies outside the grid (0 = none set).
     public init?(value: UInt32, maximum: UInt32? = nil) {
         x = Int((value >> 8) & 0xFF)
         y = Int(value & 0xFF)
-        let mx = maximum.map { Int(($0 >> 8) & 0xFF) } ?? 0
-        let my = maximum.map { Int($0 & 0xFF) } ?? 0
-        columns = mx > 0 ? mx : Self.defaultGrid
-        rows = my > 0 ? my : Self.defaultGrid
+        (columns, rows) = Self.grid(maximum: maximum)
+        upperBits = value & 0xFFFF_0000
         guard (1...columns).contains(x), (1...rows).contains(y) else { return nil }
     }
+
+    /// The cell under pixel (`px`, `py`) of a `width`×`height` JPEG (the inverse translation, for
+    /// touch-AF), with `upperBits` from the body's current value.
+    public init(pixelX px: Double, pixelY py: Double, imageWidth width: Int, imageHeight height: Int,
+                maximum: UInt32?, upperBits: UInt32) {
+        (columns, rows) = Self.grid(maximum: maximum)
+        let space = AFCoordinateSpace(width: Double(columns), height: Double(rows))
+        let c = space.toCamera(x: px, y: py, imageWidth: width, imageHeight: height)
+        x = min(columns, Int(c.x) + 1)
+        y = min(rows, Int(c.y) + 1)
+        self.upperBits = upperBits & 0xFFFF_0000
+    }
+
+    /// Columns and rows from the property's range maximum (7 × 7 without one).
+    static func grid(maximum: UInt32?) -> (columns: Int, rows: Int) {
+        let mx = maximum.map { Int(($0 >> 8) & 0xFF) } ?? 0
+        let my = maximum.map { Int($0 & 0xFF) } ?? 0
+        return (mx > 0 ? mx : defaultGrid, my > 0 ? my : defaultGrid)
+    }
+
+    /// The property value of this point.
+    public var value: UInt32 { upperBits | UInt32(x & 0xFF) << 8 | UInt32(y & 0xFF) }
 
     /// The property value for a point (upper bits as the X-T1 sends them).
     public static func value(x: Int, y: Int) -> UInt32 {

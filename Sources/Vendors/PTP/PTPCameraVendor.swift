@@ -48,7 +48,7 @@ public struct PTPCameraVendor: CameraVendor {
         case .nikon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .canon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .generic: return [.liveView, .afAreas, .touchAF, .events, .files]
-        case .fuji: return [.liveView, .afAreas, .events, .files]
+        case .fuji: return [.liveView, .afAreas, .touchAF, .events, .files]
         case .sonyPTP: return [.liveView, .afAreas, .events]
         }
     }
@@ -94,7 +94,6 @@ public struct PTPCameraVendor: CameraVendor {
 
     public func unsupportedReason(_ capability: CameraCapabilities) -> String {
         if capability == .touchAF && dialect == .sonyPTP { return "touch-AF over Sony PTP/IP: no operation is known" }
-        if capability == .touchAF && dialect == .fuji { return "touch-AF over Fujifilm PTP/IP: no operation is known" }
         if capability == .files && dialect == .sonyPTP {
             return "the card over Sony PTP/IP needs its contents-transfer mode, whose details are not known"
         }
