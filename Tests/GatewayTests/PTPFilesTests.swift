@@ -75,10 +75,7 @@ import Testing
     @Test func aNikonShootsIntoSDRAMAndTheGatewaySavesIt() async throws {
         let dir = try temporaryDirectory("livegate-ptp-capture")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let emu = PTPEmulator(kind: .nikon, fps: 10, source: try TestPatternSource(width: 320, height: 240), group: MultiThreadedEventLoopGroup.singleton)
-        _ = try await emu.start()
-        let gateway = try await startGateway(camera: emu.cameraURL, label: "ptp-capture") { $0.capturesDirectory = dir.path }
-        #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
+        let (emu, gateway) = try await Self.streamingGateway(.nikon, captures: dir)
         let cam = gateway.cameras[0]
         let first = try await gateway.capture(camera: cam, autofocus: false)
         let second = try await gateway.capture(camera: cam, autofocus: false)
@@ -102,9 +99,32 @@ import Testing
         await gateway.stop()
         await emu.stop()
 
-        let fuji = try await startGateway(camera: "emulator:fuji", label: "ptp-capture")
-        await #expect(throws: (any Error).self) { try await fuji.capture(camera: fuji.cameras[0], autofocus: false) }
-        await fuji.stop()
+        let sony = try await startGateway(camera: "emulator:sony-ptp", label: "ptp-capture")
+        await #expect(throws: (any Error).self) { try await sony.capture(camera: sony.cameras[0], autofocus: false) }
+        await sony.stop()
+    }
+
+    /// A Fujifilm capture (standard InitiateCapture): the new file is found by comparing the card's
+    /// handle lists, saved byte for byte under its own name, listed on the card; live view goes on.
+    @Test func aFujifilmCaptureSavesTheNewFileOnTheCard() async throws {
+        let dir = try temporaryDirectory("livegate-ptp-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (emu, gateway) = try await Self.streamingGateway(.fuji, captures: dir)
+        let cam = gateway.cameras[0]
+        let first = try await gateway.capture(camera: cam, autofocus: false)
+        let second = try await gateway.capture(camera: cam, autofocus: false)
+        let shots = emu.canonShots
+        #expect(shots.count == 2 && first.count == 1 && second.count == 1)
+        #expect(Array(FileManager.default.contents(atPath: first.first?.path ?? "") ?? Data()) == shots.first)
+        #expect(Array(FileManager.default.contents(atPath: second.first?.path ?? "") ?? Data()) == shots.last)
+        #expect(first.first?.name == "DSCF0304.JPG" && second.first?.name == "DSCF0305.JPG", "\(first) \(second)")
+        #expect(emu.requests.filter { $0.code == PTPOperation.initiateCapture }.map(\.params) == [[0, 0], [0, 0]])
+        let listed = try await (cam.driver as? any CardBrowsing)?.listFiles().map(\.path) ?? []
+        #expect(listed.contains("/DCIM/100_FUJI/DSCF0305.JPG"), "\(listed)")
+        let before = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 5) { cam.driver.stats.frames > before + 3 }, "live view stopped")
+        await gateway.stop()
+        await emu.stop()
     }
 
     /// A Canon EOS release (ptp.md §8.3): half press, full press, releases; the camera announces the
@@ -112,10 +132,7 @@ import Testing
     @Test func aCanonReleaseSavesTheFileTheCameraAnnounces() async throws {
         let dir = try temporaryDirectory("livegate-ptp-capture")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let emu = PTPEmulator(kind: .canon, fps: 10, source: try TestPatternSource(width: 320, height: 240), group: MultiThreadedEventLoopGroup.singleton)
-        _ = try await emu.start()
-        let gateway = try await startGateway(camera: emu.cameraURL, label: "ptp-capture") { $0.capturesDirectory = dir.path }
-        #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
+        let (emu, gateway) = try await Self.streamingGateway(.canon, captures: dir)
         let cam = gateway.cameras[0]
         let files = try await gateway.capture(camera: cam, autofocus: true)
         #expect(files.count == 1 && files.first?.name.hasPrefix("IMG_") == true, "\(files.map(\.name))")
@@ -134,5 +151,15 @@ import Testing
         #expect(await waitUntil(timeout: 5) { cam.driver.stats.frames > before + 3 }, "live view stopped")
         await gateway.stop()
         await emu.stop()
+    }
+
+    /// An emulated PTP camera and a gateway on it saving pictures to `captures`, once streaming.
+    static func streamingGateway(_ kind: PTPEmulatorKind, captures: URL) async throws -> (PTPEmulator, Gateway) {
+        let emu = PTPEmulator(kind: kind, fps: 10, source: try TestPatternSource(width: 320, height: 240),
+                              group: MultiThreadedEventLoopGroup.singleton)
+        _ = try await emu.start()
+        let gateway = try await startGateway(camera: emu.cameraURL, label: "ptp-capture") { $0.capturesDirectory = captures.path }
+        #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
+        return (emu, gateway)
     }
 }

@@ -123,7 +123,8 @@ public final class PTPEmulator: CameraEmulator, Sendable {
         default: break
         }
     }
-    /// The stills a Canon emulator wrote to its card (remote releases and body shots), oldest first.
+    /// The stills a Canon or Fujifilm emulator wrote to its card (remote releases and, Canon, body
+    /// shots), oldest first.
     public var canonShots: [[UInt8]] { model.state.withLock { $0.canonShots } }
     /// True while a Nikon picture waits in SDRAM (not deleted by the client yet).
     public var sdramOccupied: Bool { model.state.withLock { $0.nikonSDRAM != nil } }

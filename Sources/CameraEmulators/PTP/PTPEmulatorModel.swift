@@ -61,7 +61,7 @@ final class PTPEmulatorModel: Sendable {
         var nikonSDRAM: (name: String, bytes: [UInt8])?
         var nikonEvents: [(code: UInt16, param: UInt32)] = []
         var nikonStills: [[UInt8]] = []
-        /// Canon: the stills written to the card by remote releases.
+        /// Canon and Fujifilm: the stills written to the card by remote releases.
         var canonShots: [[UInt8]] = []
         /// Fujifilm: a client set the focus point (touch-AF); the state list reports it.
         var fujiPointChosen = false
@@ -118,7 +118,7 @@ final class PTPEmulatorModel: Sendable {
                                       model: "ILCE emulated", version: "1.00", serial: "00000001")
         case .fuji:
             return PTPEmulatedDeviceInfo(vendorExtensionID: 0x06, vendorExtensionDesc: "fujifilm.co.jp: 1.0; ",
-                                      operations: common + cardOps + [0x101C, 0x1018, 0x902C, 0x902D, 0x902E], events: [],
+                                      operations: common + cardOps + [0x100E, 0x101C, 0x1018, 0x902C, 0x902D, 0x902E], events: [],
                                       properties: props, manufacturer: "FUJIFILM", model: fujiBody == .xt1 ? "X-T1" : "X-H1",
                                       version: "1.00", serial: "EMU0001")
         }
@@ -601,24 +601,12 @@ final class PTPEmulatorModel: Sendable {
     /// padded to 4 bytes).
     /// Nikon: a shot with the body's button goes to the card and is announced as ObjectAdded (0x4002).
     func nikonShootOnBody() {
-        let shot = withCard { card -> CardObject in
-            let n = card.filter { $0.format == 0x3801 }.count + 1
-            let o = CardObject(handle: 0x1000_0200 + UInt32(n), parent: 0x1000_0002, name: String(format: "DSC_%04d.JPG", 200 + n),
-                               format: 0x3801, bytes: source.frame(index: 900 + n).jpeg)
-            card.append(o)
-            return o
-        }
+        let shot = addStill(handles: 0x1000_0200, name: { String(format: "DSC_%04d.JPG", 200 + $0) }, frames: 900)
         state.withLock { $0.nikonEvents.append((0x4002, shot.handle)); $0.nikonStills.append(shot.bytes) }
     }
 
     func canonShoot() {
-        let shot = withCard { card -> CardObject in
-            let n = card.filter { $0.format == 0x3801 }.count + 1
-            let o = CardObject(handle: 0x1000_0100 + UInt32(n), parent: 0x1000_0002, name: String(format: "IMG_%04d.JPG", n),
-                               format: 0x3801, bytes: source.frame(index: 700 + n).jpeg)
-            card.append(o)
-            return o
-        }
+        let shot = addStill(handles: 0x1000_0100, name: { String(format: "IMG_%04d.JPG", $0) }, frames: 700)
         var r = [UInt8](repeating: 0, count: 0x28)
         func put32(_ v: UInt32, _ at: Int) { for i in 0..<4 { r[at + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt32(i))) } }
         put32(0xC181, 4); put32(shot.handle, 8); put32(Self.cardStorage, 0x0C)
@@ -628,6 +616,24 @@ final class PTPEmulatorModel: Sendable {
         while r.count % 4 != 0 { r.append(0) }
         put32(UInt32(r.count), 0)
         state.withLock { $0.pendingEvents += r; $0.canonShots.append(shot.bytes) }
+    }
+
+    /// Fujifilm: InitiateCapture writes a still to the card.
+    func fujiShoot() {
+        let shot = addStill(handles: 0x1000_0300, name: { String(format: "DSCF%04d.JPG", 300 + $0) }, frames: 500)
+        state.withLock { $0.canonShots.append(shot.bytes) }
+    }
+
+    /// The card's next still (its n-th JPEG): handle `handles + n`, named `name(n)`, the test
+    /// pattern's frame `frames + n`, in the DCF folder.
+    private func addStill(handles: UInt32, name: (Int) -> String, frames: Int) -> CardObject {
+        withCard { card -> CardObject in
+            let n = card.filter { $0.format == 0x3801 }.count + 1
+            let o = CardObject(handle: handles + UInt32(n), parent: 0x1000_0002, name: name(n), format: 0x3801,
+                               bytes: source.frame(index: frames + n).jpeg)
+            card.append(o)
+            return o
+        }
     }
 
     private func canon(_ code: UInt16, _ params: [UInt32], _ data: [UInt8], _ p0: UInt32) -> PTPReply {
@@ -731,6 +737,12 @@ final class PTPEmulatorModel: Sendable {
             return PTPReply(code: PTPResponse.ok)
         case 0x1018:
             state.withLock { $0.captureOpen = false }
+            return PTPReply(code: PTPResponse.ok)
+        case PTPOperation.initiateCapture:
+            // Standard capture: the picture is on the card at once (announced on no socket: the
+            // Fujifilm event format is not known, so clients compare the card's handle lists).
+            guard state.withLock({ $0.captureOpen }) else { return PTPReply(code: PTPResponse.deviceBusy) }
+            fujiShoot()
             return PTPReply(code: PTPResponse.ok)
         case 0x902C, 0x902D, 0x902E:
             // One step along the property's list: p1 1 = faster / closes / brighter.

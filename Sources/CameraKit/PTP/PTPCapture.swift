@@ -2,13 +2,15 @@ import CameraWire
 import Foundation
 
 /// Still capture over PTP: Nikon into SDRAM (ptp.md §8.2), Canon EOS release with the picture on
-/// the card (§8.3). Canon's PC target, Sony PTP and Fujifilm are not done yet (not supported).
+/// the card (§8.3), Fujifilm with the standard InitiateCapture and the card's handle lists compared.
+/// Canon's PC target and Sony PTP are not done yet (not supported).
 extension PTPDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         let session = try current()
         do {
             if let nikon = session as? NikonPTPSession { return [try await nikon.captureIntoSDRAM()] }
             if let canon = session as? CanonPTPSession { return try await canon.releaseToCard(autofocus: autofocus) }
+            if let fuji = session as? FujiPTPSession { return try await fuji.captureToCard() }
         } catch let e as PTPTransportError {
             throw CameraControlError.unavailable("\(e)")
         }
@@ -181,5 +183,42 @@ extension PTPVendorBase {
             throw CameraControlError.camera(code: 0, message: "\(shown): \(bytes.count) bytes of \(info.size)")
         }
         return CameraImage(name: shown, bytes: bytes, fromBody: fromBody)
+    }
+}
+
+extension FujiPTPSession {
+    /// The standard capture (ptp.md §1.5, §8.1): the card's object handles, InitiateCapture (0x100E,
+    /// storage 0 and format 0: the camera's choice), then the handle list again every 200 ms until
+    /// new files appear (at most 30 s), each fetched whole. Fujifilm's event socket format is not
+    /// known, so new files are found by comparing the lists, as a client does with a body that
+    /// announces nothing. Autofocus follows the body's AF mode (its half-press is not documented).
+    func captureToCard() async throws -> [CameraImage] {
+        let before = Set(try await objectHandles())
+        let r = try await call(PTPOperation.initiateCapture, [0, 0])
+        guard r.ok else {
+            throw CameraControlError.refused("the camera did not take the picture (\(Self.cameraError(r.code, op: PTPOperation.initiateCapture)))")
+        }
+        let by = ContinuousClock.now + .seconds(30)
+        while true {
+            try await Task.sleep(for: .milliseconds(200))
+            var images: [CameraImage] = []
+            for h in try await objectHandles() where !before.contains(h) {
+                let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [h]).data)
+                guard !info.isFolder else { continue }
+                images.append(try await retrying { try await self.fetchImage(h, name: info.name, fromBody: false) })
+            }
+            if !images.isEmpty { return images }
+            guard ContinuousClock.now < by else {
+                throw CameraControlError.camera(code: 0, message: "no new file on the card within 30 s of the capture")
+            }
+        }
+    }
+
+    /// GetObjectHandles of every storage, format and level.
+    private func objectHandles() async throws -> [UInt32] {
+        var r = PTPReader(try await callOK(PTPOperation.getObjectHandles, [0xFFFF_FFFF, 0, 0]).data)
+        let n = Int(try r.u32())
+        guard n <= r.remaining / 4 else { throw PTPTransportError.protocolError("object handle list too long") }
+        return try (0..<n).map { _ in try r.u32() }
     }
 }
