@@ -209,6 +209,22 @@ extension PTPTests {
             #expect(PTPVocabulary.fujiWhiteBalance(0x8002, table: current) == .text("fluorescent2"))
             #expect(xt1.kelvinMode == 0x800B && current.kelvinMode == 0x8007)
         }
+
+        /// What a hostile body may declare never costs more than a bounded list, never traps.
+        @Test func fujiHostileDescriptionsStayBounded() {
+            #expect(PTPVocabulary.fujiKelvinChoices(.range(min: 2500, max: 10000, step: 10)).prefix(3) == [2500, 2600, 2700])
+            #expect(PTPVocabulary.fujiKelvinChoices(.range(min: 0, max: 0xFFFF_FFFF, step: 1)).count == 200)
+            #expect(PTPVocabulary.fujiKelvinChoices(.range(min: Int64.max - 1, max: Int64.max, step: Int64.max)) == [Int64.max - 1])
+            #expect(PTPVocabulary.fujiKelvinChoices(.range(min: 5000, max: 4000, step: 100)).isEmpty)
+            #expect(PTPVocabulary.fujiKelvinChoices(.range(min: 3000, max: 3300, step: -5)) == [3000, 3100, 3200, 3300])
+            let d = PTPPropDesc(code: 0xD017, dataType: 8, writable: true, current: 0,
+                                form: .range(min: Int64.max - 1, max: Int64.max, step: 2))
+            #expect(d.offered == [Int64.max - 1])
+            // A focus point outside its grid, or a grid of zero, is no point or the default grid.
+            #expect(FujiFocusPoint(value: 0x0000_0809, maximum: 0x1009_0707) == nil)
+            #expect(FujiFocusPoint(value: 0x0000_0101, maximum: 0)?.columns == 7)
+            #expect(FujiStateList.parse([5, 0, 0x7C, 0xD1, 1, 2, 3]).isEmpty)
+        }
     }
 
     /// PTP/IP session rules, with the driver's own transport against the emulator.

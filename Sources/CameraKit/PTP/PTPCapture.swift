@@ -189,29 +189,45 @@ extension PTPVendorBase {
 extension FujiPTPSession {
     /// The standard capture (ptp.md §1.5, §8.1): the card's object handles, InitiateCapture (0x100E,
     /// storage 0 and format 0: the camera's choice), then the handle list again every 200 ms until
-    /// new files appear (at most 30 s), each fetched whole. Fujifilm's event socket format is not
+    /// new files appear and the list stops growing (at most 30 s), each fetched whole; the state
+    /// list is not read meanwhile. Fujifilm's event socket format is not
     /// known, so new files are found by comparing the lists, as a client does with a body that
     /// announces nothing. Autofocus follows the body's AF mode (its half-press is not documented).
     func captureToCard() async throws -> [CameraImage] {
+        stateCheck.withLock { $0.capturing += 1 }
+        defer { stateCheck.withLock { $0.capturing -= 1 } }
         let before = Set(try await objectHandles())
         let r = try await call(PTPOperation.initiateCapture, [0, 0])
         guard r.ok else {
             throw CameraControlError.refused("the camera did not take the picture (\(Self.cameraError(r.code, op: PTPOperation.initiateCapture)))")
         }
+        // New files (a RAW+JPEG shot gives two): taken once the list has stopped growing for one
+        // poll; a file whose ObjectInfo the camera does not give yet is still being written.
         let by = ContinuousClock.now + .seconds(30)
+        var seen: Set<UInt32> = []
+        var ready: [(handle: UInt32, name: String)] = []
         while true {
             try await Task.sleep(for: .milliseconds(200))
-            var images: [CameraImage] = []
-            for h in try await objectHandles() where !before.contains(h) {
-                let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [h]).data)
-                guard !info.isFolder else { continue }
-                images.append(try await retrying { try await self.fetchImage(h, name: info.name, fromBody: false) })
+            let added = try await objectHandles().filter { !before.contains($0) }
+            var grew = false
+            for h in added where !seen.contains(h) {
+                let info = try await call(PTPOperation.getObjectInfo, [h])
+                guard info.ok, let oi = try? PTPObjectInfo(info.data) else { continue }
+                seen.insert(h)
+                grew = true
+                if !oi.isFolder { ready.append((h, oi.name)) }
             }
-            if !images.isEmpty { return images }
+            if !ready.isEmpty && !grew && seen.count == added.count { break }
             guard ContinuousClock.now < by else {
+                if !ready.isEmpty { break }
                 throw CameraControlError.camera(code: 0, message: "no new file on the card within 30 s of the capture")
             }
         }
+        var images: [CameraImage] = []
+        for o in ready {
+            images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
+        }
+        return images
     }
 
     /// GetObjectHandles of every storage, format and level.

@@ -162,7 +162,9 @@ struct PTPPropDesc: Sendable {
             var v = lo
             while v <= hi && out.count < 400 {
                 out.append(v)
-                v += step
+                let (next, overflow) = v.addingReportingOverflow(step)
+                if overflow { break }
+                v = next
             }
             return out
         }

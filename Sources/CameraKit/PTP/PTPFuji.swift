@@ -21,9 +21,11 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
     private let liveView = Mutex<PTPSocket?>(nil)
     private let captureTID = Mutex<UInt32>(0)
     /// When the state list was last read, and whether the body answers it.
-    private let stateCheck = Mutex<(last: ContinuousClock.Instant?, works: Bool)>((nil, true))
+    let stateCheck = Mutex<(last: ContinuousClock.Instant?, works: Bool, capturing: Int)>((nil, true, 0))
     /// The focus point's range maximum (its grid), when the body gives one.
     private let focusMaximum = Mutex<UInt32?>(nil)
+    /// Touch-AF requests so far (a state list asked for before the latest one is not applied).
+    private let touchCount = Mutex(0)
     static let clientState: UInt16 = 0xDF01
     static let appVersion: UInt16 = 0xDF24
 
@@ -49,8 +51,8 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         if let d = try await desc(FujiFocusPoint.property), case .range(_, let hi, _) = d.form {
             focusMaximum.withLock { $0 = UInt32(truncatingIfNeeded: hi) }
         }
-        stateCheck.withLock { $0 = (nil, true) }
-        try await readState()
+        stateCheck.withLock { $0.last = nil; $0.works = true }
+        await readState()
         let evt = try await PTPSocket.connect(host: host, port: eventPort, group: group, mode: .lengthPrefixed,
                                               name: "fuji event", timeout: timeout)
         sockets.withLock { $0.append(evt) }
@@ -72,30 +74,34 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
             }
             return result.got
         }
-        try await readState()
+        await readState()
         return got ? .frame : .busy
     }
 
-    /// Reads the state list (0xD212) for the focus point, at most twice a second; the frames carry
-    /// the point as their AF area until it changes. A body that does not answer the list is not
-    /// asked again this session.
-    private func readState() async throws {
+    /// Reads the state list (0xD212) for the focus point, at most twice a second and never while a
+    /// capture holds the command connection (frames would wait behind its download); the frames
+    /// carry the point as their AF area until it changes. The list is optional: a body that does
+    /// not answer it, or fails it, is not asked again this session, and live view goes on.
+    private func readState() async {
         let now = ContinuousClock.now
         let due = stateCheck.withLock { s -> Bool in
-            guard s.works else { return false }
+            guard s.works, s.capturing == 0 else { return false }
             if let last = s.last, now - last < .milliseconds(500) { return false }
             s.last = now
             return true
         }
         guard due else { return }
-        let r = try await call(PTPOperation.getDevicePropValue, [UInt32(FujiStateList.property)])
-        guard r.ok else {
+        let touches = touchCount.withLock { $0 }
+        let answer = try? await call(PTPOperation.getDevicePropValue, [UInt32(FujiStateList.property)])
+        guard let r = answer, r.ok else {
             stateCheck.withLock { $0.works = false }
-            logger.debug("fuji: no state list (0xD212 answered 0x\(String(r.code, radix: 16))): no focus point")
+            logger.debug("fuji: no state list (0xD212: \(answer.map { "0x" + String($0.code, radix: 16) } ?? "no answer")): no focus point")
             return
         }
         guard let v = FujiStateList.parse(r.data).first(where: { $0.code == FujiFocusPoint.property })?.value else { return }
         let point = FujiFocusPoint(value: v, maximum: focusMaximum.withLock { $0 })
+        // A touch since the list was asked for wins (the answer may predate it).
+        guard touchCount.withLock({ $0 }) == touches else { return }
         parser.withLock { $0.focusPoint = point }
     }
 
@@ -106,7 +112,9 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         guard advertises(property: code) else { return nil }
         let r = try await call(PTPOperation.getDevicePropDesc, [UInt32(code)])
         guard r.ok else { return nil }
-        return try PTPPropDesc.parse(r.data)
+        // A description this driver cannot read is a property it does not offer (these codes are
+        // not documented), never a failed live view.
+        return try? PTPPropDesc.parse(r.data)
     }
 
     /// The mapping the body answers for `name` (the Wi-Fi code before the USB one), with its
@@ -142,14 +150,7 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
             p.value = .text("\(t)K")
             p.displayText = "\(t)K"
         }
-        let temperatures: [Int64]
-        switch k.form {
-        case .enumeration(let v): temperatures = v
-        case .range(let lo, let hi, let step):
-            let s = step > 0 ? step * max(1, (100 + step - 1) / step) : 100
-            temperatures = hi >= lo ? Array(stride(from: lo, through: hi, by: Int(s))) : []
-        case .none: temperatures = []
-        }
+        let temperatures = PTPVocabulary.fujiKelvinChoices(k.form)
         p.choices += temperatures.map { .text("\($0)K") }
     }
 
@@ -164,8 +165,9 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         guard d.writable else { throw CameraControlError.notSupported("\(name.rawValue) is read-only now") }
         let r = try await call(PTPOperation.setDevicePropValue, [UInt32(m.code)], data: PTPDataType.encode(v, type: d.dataType))
         if r.ok { return }
-        // Wi-Fi bodies change the exposure values only by steps.
-        guard let op = Self.stepOperation[m.code], info.operations.isEmpty || info.operations.contains(op) else {
+        // Wi-Fi bodies change the exposure values only by steps: they refuse the write itself.
+        let refusal = r.code == PTPResponse.accessDenied || r.code == PTPResponse.operationNotSupported
+        guard refusal, let op = Self.stepOperation[m.code], info.operations.isEmpty || info.operations.contains(op) else {
             throw Self.cameraError(r.code, op: PTPOperation.setDevicePropValue)
         }
         logger.debug("fuji: SetDevicePropValue 0x\(String(m.code, radix: 16)) answered 0x\(String(r.code, radix: 16)); stepping")
@@ -184,7 +186,7 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         switch k.form {
         case .enumeration(let v) where !v.contains(t):
             throw CameraControlError.invalidValue(property: .whiteBalance, value: "\(kelvin)K", valid: v.map { "\($0)K" })
-        case .range(let lo, let hi, let step) where t < lo || t > hi || (step > 0 && (t - lo) % step != 0):
+        case .range(let lo, let hi, let step) where t < lo || t > hi || (step > 0 && (t &- lo) % step != 0):
             throw CameraControlError.invalidValue(property: .whiteBalance, value: "\(kelvin)K",
                                                   valid: ["\(lo)K…\(hi)K in steps of \(max(step, 1))K"])
         default: break
@@ -207,6 +209,7 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         }
         var current = d.current
         var lastSide: Bool?
+        var lastDistance = Double.infinity
         for _ in 0...(d.offered.count + 1) {
             guard let c = current else { break }
             if c == target { return }
@@ -214,8 +217,12 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
                 throw CameraControlError.refused("\(m.name.rawValue) is set on the body (\(m.toCommon(c)?.description ?? "\(c)"))")
             }
             let below = now < goal
-            if let lastSide, lastSide != below { break }
+            // Passed the target (a value the steps skip), or a step went the wrong way (the
+            // direction of a step is UNCONFIRMED for some operations): stop where it is.
+            let distance = abs(now - goal)
+            if let lastSide, lastSide != below || !(distance < lastDistance) { break }
             lastSide = below
+            lastDistance = distance
             // Shutter: 1 = faster (a shorter time); aperture and exposure compensation: 1 = larger.
             let param: UInt32 = m.code == 0x5007 || m.code == 0x5010 ? (below ? 1 : 0) : (below ? 0 : 1)
             try await callOK(op, [param])
@@ -239,6 +246,7 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         let maximum = focusMaximum.withLock { $0 }
         let point = FujiFocusPoint(pixelX: x, pixelY: y, imageWidth: imageWidth, imageHeight: imageHeight, maximum: maximum,
                                    upperBits: UInt32(truncatingIfNeeded: d.current ?? 0))
+        touchCount.withLock { $0 += 1 }
         try await callOK(PTPOperation.setDevicePropValue, [UInt32(FujiFocusPoint.property)],
                          data: PTPDataType.encode(Int64(point.value), type: d.dataType))
         parser.withLock { $0.focusPoint = point }

@@ -60,6 +60,26 @@ extension PTPVocabulary {
         PTPPropertyMapping(name: .whiteBalance, code: 0x5005, dataType: 0x0004) { fujiWhiteBalance($0, table: table) }
     }
 
+    /// The colour temperatures offered as choices: an enumeration as it is, a range at the body's
+    /// step or the first multiple of it ≥ 100 K; at most 200, whatever the range says.
+    static func fujiKelvinChoices(_ form: PTPPropDesc.Form) -> [Int64] {
+        switch form {
+        case .enumeration(let v): return Array(v.prefix(200))
+        case .range(let lo, let hi, let step):
+            let s = step >= 100 ? step : step > 0 ? step * ((99 + step) / step) : 100
+            var out: [Int64] = []
+            var v = lo
+            while v <= hi, out.count < 200 {
+                out.append(v)
+                let (next, overflow) = v.addingReportingOverflow(s)
+                if overflow { break }
+                v = next
+            }
+            return out
+        case .none: return []
+        }
+    }
+
     static func fujiWiFiISO(_ v: Int64) -> PropertyValue? {
         let u = UInt32(truncatingIfNeeded: v)
         if u == 0xFFFF_FFFF || u & 0x8000_0000 != 0 { return .text("auto") }

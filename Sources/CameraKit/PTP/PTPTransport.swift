@@ -229,6 +229,11 @@ final class FujiTransport: PTPTransport, Sendable {
             let r = try await locked(code, params, dataOut: dataOut, timeout: timeout)
             await mutex.unlock()
             return r
+        } catch is CancellationError {
+            // The caller gave up (live view stopping); late containers of this transaction are
+            // skipped by their TID, so the session can still be closed properly.
+            await mutex.unlock()
+            throw CancellationError()
         } catch {
             failed.withLock { if $0 == nil { $0 = error } }
             close()
