@@ -230,11 +230,4 @@ extension FujiPTPSession {
         return images
     }
 
-    /// GetObjectHandles of every storage, format and level.
-    private func objectHandles() async throws -> [UInt32] {
-        var r = PTPReader(try await callOK(PTPOperation.getObjectHandles, [0xFFFF_FFFF, 0, 0]).data)
-        let n = Int(try r.u32())
-        guard n <= r.remaining / 4 else { throw PTPTransportError.protocolError("object handle list too long") }
-        return try (0..<n).map { _ in try r.u32() }
-    }
 }

@@ -50,13 +50,8 @@ extension PTPDriver: CardBrowsing {
 
     public func listFiles() async throws -> [CameraFile] {
         try await withCard { base in
-            let list = try await base.callOK(PTPOperation.getObjectHandles, [0xFFFF_FFFF, 0, 0]).data
-            var r = PTPReader(list)
-            let n = Int(try r.u32())
-            guard n <= r.remaining / 4 else { throw PTPTransportError.protocolError("object handle list too long") }
             var infos: [UInt32: PTPObjectInfo] = [:]
-            for _ in 0..<n {
-                let h = try r.u32()
+            for h in try await base.objectHandles() {
                 infos[h] = try PTPObjectInfo(try await base.callOK(PTPOperation.getObjectInfo, [h]).data)
             }
             var files: [CameraFile] = []
@@ -105,5 +100,16 @@ extension PTPDriver: CardBrowsing {
         do { return try await body(base) } catch let e as PTPTransportError {
             throw CameraControlError.unavailable("\(e)")
         }
+    }
+}
+
+extension PTPVendorBase {
+    /// GetObjectHandles of every storage, format and level (the card listing, and the lists a
+    /// capture compares).
+    func objectHandles() async throws -> [UInt32] {
+        var r = PTPReader(try await callOK(PTPOperation.getObjectHandles, [0xFFFF_FFFF, 0, 0]).data)
+        let n = Int(try r.u32())
+        guard n <= r.remaining / 4 else { throw PTPTransportError.protocolError("object handle list too long") }
+        return try (0..<n).map { _ in try r.u32() }
     }
 }

@@ -158,16 +158,22 @@ struct PTPPropDesc: Sendable {
         case .enumeration(let v): return v
         case .range(let lo, let hi, let step):
             guard step > 0, hi >= lo else { return [lo] }
-            var out: [Int64] = []
-            var v = lo
-            while v <= hi && out.count < 400 {
-                out.append(v)
-                let (next, overflow) = v.addingReportingOverflow(step)
-                if overflow { break }
-                v = next
-            }
-            return out
+            return Self.walk(from: lo, through: hi, by: step, limit: 400)
         }
+    }
+
+    /// `lo`, `lo + step` … up to `hi`, at most `limit` values, stopping where the next would
+    /// overflow (a camera's range may be anything). `step` must be positive.
+    static func walk(from lo: Int64, through hi: Int64, by step: Int64, limit: Int) -> [Int64] {
+        var out: [Int64] = []
+        var v = lo
+        while v <= hi && out.count < limit {
+            out.append(v)
+            let (next, overflow) = v.addingReportingOverflow(step)
+            if overflow { break }
+            v = next
+        }
+        return out
     }
 
     /// Parses one description at the reader's position; `sony` reads the extra IsEnabled byte.

@@ -67,15 +67,7 @@ extension PTPVocabulary {
         case .enumeration(let v): return Array(v.prefix(200))
         case .range(let lo, let hi, let step):
             let s = step >= 100 ? step : step > 0 ? step * ((99 + step) / step) : 100
-            var out: [Int64] = []
-            var v = lo
-            while v <= hi, out.count < 200 {
-                out.append(v)
-                let (next, overflow) = v.addingReportingOverflow(s)
-                if overflow { break }
-                v = next
-            }
-            return out
+            return PTPPropDesc.walk(from: lo, through: hi, by: s, limit: 200)
         case .none: return []
         }
     }
