@@ -24,9 +24,10 @@ extension ControlAPI {
             let (cam, card) = try browsing(context, model)
             let path = try cardPath(context.parameters.getCatchAll())
             let files = try await mapErrors { try await card.listFiles() }
-            guard let file = files.first(where: { $0.path == path }) else {
+            guard let listed = files.first(where: { $0.path == path }) else {
                 throw APIError(.notFound, "\(cam.id) has no file \(path)")
             }
+            let file = try await mapErrors { try await card.resolve(listed) }
             let range = try byteRange(request.headers[.range], size: file.size)
             var headers: HTTPFields = [.contentType: file.contentType, .acceptRanges: "bytes"]
             headers[.contentDisposition] = "attachment; filename=\"\(file.name)\""

@@ -23,11 +23,7 @@ import Testing
     }
 
     func get(_ url: String, _ extra: [String] = []) async throws -> (code: String, body: [UInt8]) {
-        let dir = try temporaryDirectory("livegate-files")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let out = dir.appendingPathComponent("body").path
-        let r = try await runProcessAsync(Self.curl!, ["-s", "-g", "--path-as-is", "-o", out, "-w", "%{http_code}"] + extra + [url], timeout: 30)
-        return (r.output, Array(FileManager.default.contents(atPath: out) ?? Data()))
+        try await curlGet(url, extra)
     }
 
     @Test(.enabled(if: curl != nil, "needs curl"))

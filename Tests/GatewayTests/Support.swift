@@ -166,3 +166,15 @@ func withLoopbackAddress<R>(port: Int, _ body: (UnsafePointer<sockaddr>, socklen
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
 }
+
+/// A GET with curl (the path sent as written): the status code and the body.
+func curlGet(_ url: String, _ extra: [String] = []) async throws -> (code: String, body: [UInt8]) {
+    guard let curl = which("curl") else { throw CurlMissing() }
+    let dir = try temporaryDirectory("livegate-curl")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let out = dir.appendingPathComponent("body").path
+    let r = try await runProcessAsync(curl, ["-s", "-g", "--path-as-is", "-o", out, "-w", "%{http_code}"] + extra + [url], timeout: 60)
+    return (r.output, Array(FileManager.default.contents(atPath: out) ?? Data()))
+}
+
+struct CurlMissing: Error {}

@@ -26,6 +26,12 @@ public final class PanasonicEmulator: CameraEmulator, Sendable {
         public var modelName = "DC-G9"
         /// Extended-header size N (real bodies use ~100–230; the conformance capture 98 and 232).
         public var exHeaderSize = 98
+        /// The card lists file names and sizes (newer bodies); older ones list neither.
+        public var cardListsNamesAndSizes = true
+        /// Each shot writes a RAW beside its JPEG.
+        public var rawPlusJPEG = false
+        /// How long writing a shot to the card takes.
+        public var cardWriteSeconds = 0.4
         public init() {}
     }
 
@@ -73,7 +79,13 @@ public final class PanasonicEmulator: CameraEmulator, Sendable {
             hooks.onRequest = { [weak self] in self?.stream.withLock { $0.lastRequestNanos = now() } }
             hooks.onStream = { [weak self] target in self?.setTarget(target) }
             hooks.onTouch = { x, y in source.focus(atX: x, y: y) }
+            hooks.onCapture = { [weak self] in self?.shoot() }
         }
+        var options = PanasonicEmulatedCard.Options()
+        options.listsNamesAndSizes = configuration.cardListsNamesAndSizes
+        options.rawPlusJPEG = configuration.rawPlusJPEG
+        options.writeSeconds = configuration.cardWriteSeconds
+        state.card.options = options
     }
 
     /// Convenience: the test pattern at the live view's VGA size.
@@ -117,7 +129,29 @@ public final class PanasonicEmulator: CameraEmulator, Sendable {
 
     /// The bound `cam.cgi` port (0 before `start`).
     public var port: Int { serverBox.withLock { $0?.localAddress?.port } ?? 0 }
-    public var cameraURL: String { "panasonic://\(host):\(port)" }
+    /// The card is listed on the same port as `cam.cgi` (a real body: 60606 and 50001).
+    public var cameraURL: String { "panasonic://\(host):\(port)?dlnaport=\(port)" }
+
+    // MARK: Card
+
+    /// Renders a still (the test pattern at frame 1 000 000 + shot number) and writes it to the card.
+    @discardableResult
+    func shoot() -> String {
+        let jpeg = source.frame(index: 1_000_000 + state.card.count + 1).jpeg
+        return state.card.add(jpeg: jpeg)
+    }
+
+    /// A picture taken with the shutter button on the body; returns its JPEG's name.
+    @discardableResult
+    public func shootOnBody() -> String { shoot() }
+    /// The bytes of a file on the card (`P1000001.JPG`, `P1000001.RW2`).
+    public func cardFile(_ name: String) -> [UInt8]? { state.card.file(named: name) }
+    /// The card's file names, oldest first (a RAW after its JPEG).
+    public var cardNames: [String] { state.card.fileNames }
+    /// The thumbnail served for the n-th shot (1-based).
+    public func thumbnail(shot n: Int) -> [UInt8]? { state.card.download(String(format: "DT100%04d.JPG", n)) }
+    /// Refuses shots with this `cam.cgi` result (`err_reject`; nil: accept them again).
+    public func refuseShots(_ result: String?) { state.card.refuseShots = result }
 
     // MARK: Observation
 
@@ -278,6 +312,7 @@ final class PanasonicEmulatorHTTPHandler: ChannelInboundHandler {
 
     private let emulator: PanasonicEmulator
     private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
 
     init(emulator: PanasonicEmulator) {
         self.emulator = emulator
@@ -285,8 +320,11 @@ final class PanasonicEmulatorHTTPHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let h): head = h
-        case .body: break
+        case .head(let h):
+            head = h
+            body = []
+        case .body(let b):
+            if body.count < 1 << 20 { body += b.readableBytesView }
         case .end:
             guard let head else { return }
             self.head = nil
@@ -299,6 +337,23 @@ final class PanasonicEmulatorHTTPHandler: ChannelInboundHandler {
         let path = parts.first.map(String.init) ?? head.uri
         if head.method == .GET, path == "/Server0/ddd" {
             respond(context, status: .ok, type: "text/xml", body: emulator.deviceDescription, keepAlive: head.isKeepAlive)
+            return
+        }
+        let playMode = !emulator.state.isRecMode
+        if head.method == .POST, path == "/Server0/CDS_control" {
+            let base = "http://\(head.headers.first(name: "Host") ?? "127.0.0.1:\(emulator.port)")"
+            let answer = emulator.state.card.soapAnswer(request: String(decoding: body, as: UTF8.self), playMode: playMode, base: base)
+            respond(context, status: HTTPResponseStatus(statusCode: answer.status), type: "text/xml; charset=\"utf-8\"",
+                    body: answer.body, keepAlive: head.isKeepAlive)
+            return
+        }
+        if head.method == .GET || head.method == .HEAD, path.hasPrefix("/D"), !path.dropFirst().contains("/") {
+            // Downloads: play mode only (the card is not served while recording).
+            guard playMode, let bytes = emulator.state.card.download(String(path.dropFirst())) else {
+                respond(context, status: playMode ? .notFound : .serviceUnavailable, type: "text/plain", body: "", keepAlive: head.isKeepAlive)
+                return
+            }
+            sendFile(context, bytes, head: head)
             return
         }
         guard head.method == .GET, path == "/cam.cgi" else {
@@ -328,6 +383,36 @@ final class PanasonicEmulatorHTTPHandler: ChannelInboundHandler {
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         if !keepAlive {
+            let ch = context.channel
+            done.whenComplete { _ in ch.close(promise: nil) }
+        }
+    }
+
+    /// A card file as the bodies send it: chunked, its length in `X-FILE_SIZE`.
+    private func sendFile(_ context: ChannelHandlerContext, _ bytes: [UInt8], head: HTTPRequestHead) {
+        var h = HTTPHeaders()
+        h.add(name: "Content-Type", value: head.uri.hasSuffix(".JPG") ? "image/jpeg" : "application/octet-stream")
+        h.add(name: "Server", value: "Panasonic")
+        h.add(name: "X-FILE_SIZE", value: String(bytes.count))
+        h.add(name: "X-REC_DATE_TIME", value: "2026-11-27T10:00:00")
+        h.add(name: "X-ROTATE_INFO", value: "1")
+        if head.method == .HEAD {
+            h.add(name: "Content-Length", value: "0")
+        } else {
+            h.add(name: "Transfer-Encoding", value: "chunked")
+        }
+        if !head.isKeepAlive { h.add(name: "Connection", value: "close") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: h))), promise: nil)
+        if head.method != .HEAD {
+            var at = 0
+            while at < bytes.count {
+                let end = min(bytes.count, at + 16_384)
+                context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: bytes[at..<end])))), promise: nil)
+                at = end
+            }
+        }
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !head.isKeepAlive {
             let ch = context.channel
             done.whenComplete { _ in ch.close(promise: nil) }
         }

@@ -72,8 +72,11 @@ final class PanasonicEmulatorState: Sendable {
         var onStream: (@Sendable (_ target: (String, Int)?) -> Void)?
         var onRequest: (@Sendable () -> Void)?
         var onTouch: (@Sendable (Double, Double) -> Void)?
+        /// The shutter was released: the emulator renders the shot and writes it to the card.
+        var onCapture: (@Sendable () -> Void)?
     }
     let hooks = Mutex(Hooks())
+    let card = PanasonicEmulatedCard()
     private var onStream: (@Sendable (_ target: (String, Int)?) -> Void)? { hooks.withLock { $0.onStream } }
     private var onRequest: (@Sendable () -> Void)? { hooks.withLock { $0.onRequest } }
     private var onTouch: (@Sendable (Double, Double) -> Void)? { hooks.withLock { $0.onTouch } }
@@ -159,9 +162,9 @@ final class PanasonicEmulatorState: Sendable {
         switch mode {
         case "getstate":
             let s = settings
-            return Self.xml("ok", "<state><batt>3/3</batt><cammode>\(s.cammode)</cammode><remaincapacity>999</remaincapacity>"
+            return Self.xml("ok", "<state><batt>3/3</batt><cammode>\(s.cammode)</cammode><remaincapacity>\(999 - card.count)</remaincapacity>"
                 + "<sdcardstatus>write_enable</sdcardstatus><sd_memory>set</sd_memory><rec>off</rec>"
-                + "<sd_access>off</sd_access><operate>enable/disable</operate><temperature>normal</temperature>"
+                + "<sd_access>\(card.isWriting ? "on" : "off")</sd_access><operate>enable/disable</operate><temperature>normal</temperature>"
                 + "<version>E1.0</version></state>")
         case "camcmd":
             switch query["value"] ?? "" {
@@ -172,11 +175,22 @@ final class PanasonicEmulatorState: Sendable {
                 lock.withLock { $0.settings.cammode = "play" }
                 onStream?(nil)
                 return Self.xml("ok")
-            case "capture", "capture_cancel", "oneshot_af", "touchafrelease", "video_recstart", "video_recstop":
+            case "capture":
+                guard isRecMode else { return Self.xml("err_reject") }
+                if let refusal = card.refuseShots { return Self.xml(refusal) }
+                hooks.withLock { $0.onCapture }?()
+                return Self.xml("ok")
+            case "capture_cancel", "oneshot_af", "touchafrelease", "video_recstart", "video_recstop":
                 return isRecMode ? Self.xml("ok") : Self.xml("err_busy")
             default:
                 return Self.xml("err_param")
             }
+        case "get_content_info":
+            // Record mode answers busy (GM1 notes), as does a card being written.
+            guard !isRecMode, !card.isWriting else { return Self.xml("err_busy") }
+            let n = card.written().count
+            return Self.xml("ok", "<current_position>\(n)</current_position><total_content_number>\(n)</total_content_number>"
+                + "<content_number>\(n)</content_number>")
         case "startstream":
             guard let p = query["value"].flatMap(Int.init), (1...65535).contains(p) else { return Self.xml("err_param") }
             onStream?((clientIP, p))

@@ -18,25 +18,6 @@ public struct PTPEventRecord: Sendable, Hashable {
     public var params: [UInt32]
 }
 
-/// Serialises transactions on one command connection (the live-view loop and the control API
-/// share it).
-actor PTPAsyncMutex {
-    private var locked = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-
-    func lock() async {
-        if !locked {
-            locked = true
-            return
-        }
-        await withCheckedContinuation { waiters.append($0) }
-    }
-
-    func unlock() {
-        if waiters.isEmpty { locked = false } else { waiters.removeFirst().resume() }
-    }
-}
-
 /// A command channel to a camera: PTP/IP, or Fujifilm's USB-container dialect.
 protocol PTPTransport: AnyObject, Sendable {
     /// One transaction; `dataOut` non-nil makes it a data-out transaction.
@@ -58,7 +39,7 @@ final class PTPIPTransport: PTPTransport, Sendable {
     let event: PTPSocket
     let connectionNumber: UInt32
     let cameraName: String
-    private let mutex = PTPAsyncMutex()
+    private let mutex = AsyncMutex()
     private let tid = Mutex<UInt32>(0)
     private let failed = Mutex<(any Error)?>(nil)
 
@@ -181,7 +162,7 @@ final class PTPIPTransport: PTPTransport, Sendable {
 /// command socket, a separate event port and a pushed live-view port.
 final class FujiTransport: PTPTransport, Sendable {
     let command: PTPSocket
-    private let mutex = PTPAsyncMutex()
+    private let mutex = AsyncMutex()
     private let tid = Mutex<UInt32>(0)
     private let failed = Mutex<(any Error)?>(nil)
     static let initMagic: UInt32 = 0x8F53_E4F2

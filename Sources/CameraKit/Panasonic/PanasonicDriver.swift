@@ -13,12 +13,16 @@ public final class PanasonicDriver: CameraDriver, Sendable {
     public let camcgi: PanasonicCamCGI
     public let endpoint: PanasonicEndpoint
     private let group: any EventLoopGroup
-    private let logger: Logger
+    let logger: Logger
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 128 * 1024)
     private let channelBox = Mutex<(any Channel)?>(nil)
     private let offeredBox = Mutex<PanasonicVocabulary.Offered?>(nil)
     private let boundPort = Mutex<Int?>(nil)
+    /// Play mode lent to card work (listing, downloads, fetching shots).
+    let playMode = PanasonicPlayMode()
+    /// The card as last listed, and the sink for shots taken on the body.
+    let card = PanasonicCardState()
 
     /// No frame for this long: re-issue `startstream`; for twice as long: reconnect.
     public let stallTimeout: Duration = .seconds(2)
@@ -61,11 +65,13 @@ public final class PanasonicDriver: CameraDriver, Sendable {
     /// until the stream stalls for good, the camera disappears, or the driver stops.
     private func session(publisher: FramePublisher) async throws {
         try await camcgi.ensureAccess()
+        await takeCardBaseline()
         do {
             try await camcgi.call(mode: "camcmd", value: "recmode")
         } catch CameraControlError.camera(let code, _) where code == PanasonicResult.code("err_critical") {
             // S5II answers err_critical to recmode while switching anyway; startstream decides.
         }
+        playMode.left()
         await refreshOffered()
         let channel = try await bindLiveView(publisher: publisher)
         channelBox.withLock { $0 = channel }
@@ -85,12 +91,27 @@ public final class PanasonicDriver: CameraDriver, Sendable {
         do {
             while channel.isActive {
                 try await lifecycle.tick(.milliseconds(100))
+                if playMode.isOpen {
+                    // Card work holds play mode: no frames are expected.
+                    lifecycle.resetStallClock()
+                    if playMode.shouldClose {
+                        await playMode.serial.withLock {
+                            if playMode.shouldClose { await leavePlayMode(streamPort: port) }
+                        }
+                        lifecycle.resetStallClock()
+                    }
+                }
                 if ContinuousClock.now - lastKeepAlive >= camcgi.timing.keepAliveInterval {
                     lastKeepAlive = ContinuousClock.now
                     do {
                         let r = try await camcgi.call(mode: "getstate", timeout: .seconds(2))
                         keepAliveFailures = 0
-                        if r.elements["cammode"] == "play" {
+                        let cardInUse = playMode.isOpen
+                        if card.observe(remaining: r.elements["remaincapacity"], cardAccess: r.elements["sd_access"],
+                                        cardInUse: cardInUse), !cardInUse {
+                            await fetchBodyShots()
+                            lifecycle.resetStallClock()
+                        } else if r.elements["cammode"] == "play" && !cardInUse {
                             logger.info("panasonic \(endpoint): camera left record mode; re-entering it")
                             _ = try? await camcgi.call(mode: "camcmd", value: "recmode", timeout: .seconds(2))
                             _ = try? await camcgi.call(mode: "startstream", value: String(port), timeout: .seconds(2))

@@ -55,6 +55,9 @@ public protocol CardBrowsing: AnyObject, Sendable {
     var hasThumbnails: Bool { get }
     /// The camera's own small JPEG preview of a listed file.
     func thumbnail(of file: CameraFile) async throws -> [UInt8]
+    /// The listed file with what a download needs that the listing may lack (its size: 0 in a
+    /// listing means the camera did not say).
+    func resolve(_ file: CameraFile) async throws -> CameraFile
 }
 
 extension CardBrowsing {
@@ -62,4 +65,5 @@ extension CardBrowsing {
     public func thumbnail(of file: CameraFile) async throws -> [UInt8] {
         throw CameraControlError.notSupported("thumbnails")
     }
+    public func resolve(_ file: CameraFile) async throws -> CameraFile { file }
 }

@@ -8,8 +8,8 @@ public struct PanasonicVendor: CameraVendor {
     public var name: String { "panasonic" }
     public var summary: String { "Panasonic LUMIX" }
     public var schemes: [String] { ["panasonic"] }
-    public var urlSyntax: String { "panasonic://HOST[:PORT][?lvport=UDP_PORT&name=NAME]" }
-    public var capabilities: CameraCapabilities { [.liveView, .afAreas, .touchAF] }
+    public var urlSyntax: String { "panasonic://HOST[:PORT][?lvport=UDP_PORT&name=NAME&dlnaport=UPNP_PORT]" }
+    public var capabilities: CameraCapabilities { [.liveView, .afAreas, .touchAF, .shutter, .transfer, .files] }
     public var properties: [PropertyName] { PropertyName.allCases }
     public var wireFormats: [WireFormat] { [.panasonicUDP] }
     public var ssdp: SSDPMatcher? { .panasonic }

@@ -1,0 +1,32 @@
+/// A lock for async critical sections that suspend (a PTP transaction on a shared connection, a
+/// LUMIX camera switched to play mode for its card): waiters suspend instead of blocking a thread,
+/// and are let in in arrival order.
+actor AsyncMutex {
+    private var locked = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func lock() async {
+        if !locked {
+            locked = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func unlock() {
+        if waiters.isEmpty { locked = false } else { waiters.removeFirst().resume() }
+    }
+
+    /// Runs `body` holding the lock.
+    nonisolated func withLock<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
+        await lock()
+        do {
+            let v = try await body()
+            await unlock()
+            return v
+        } catch {
+            await unlock()
+            throw error
+        }
+    }
+}

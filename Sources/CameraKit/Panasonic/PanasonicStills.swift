@@ -1,0 +1,413 @@
+import Foundation
+import LiveViewCore
+public import NIOCore
+
+/// What the driver knows of the card between requests.
+final class PanasonicCardState: Sendable {
+    struct Entry: Sendable {
+        var file: CameraFile
+        var resource: PanasonicCardItem.Resource
+        var thumbnail: PanasonicCardItem.Resource?
+    }
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var listedAt: ContinuousClock.Instant?
+        /// `TotalMatches` of the last Browse: items at this index and beyond are new.
+        var total: Int?
+        var sink: CameraImageSink?
+        /// The last `remaincapacity` / `sd_access` a keep-alive saw (a change = a shot on the body).
+        var remaining: String?
+        var pendingBodyShot = false
+    }
+    private let state = Mutex(State())
+
+    /// How long a listing serves the requests that follow it (a download right after the list).
+    static let listingLifetime: Duration = .seconds(5)
+
+    var sink: CameraImageSink? { state.withLock { $0.sink } }
+    func setSink(_ s: @escaping CameraImageSink) { state.withLock { $0.sink = s } }
+    var total: Int? { state.withLock { $0.total } }
+    func setTotal(_ t: Int?) { state.withLock { $0.total = t } }
+
+    /// A new session: the card may have changed while the camera was away (the item count is
+    /// kept: shots taken meanwhile are new).
+    func reset() {
+        state.withLock {
+            $0.entries = [:]
+            $0.listedAt = nil
+            $0.remaining = nil
+            $0.pendingBodyShot = false
+        }
+    }
+
+    func store(_ entries: [Entry], total: Int) {
+        state.withLock {
+            $0.entries = Dictionary(entries.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a })
+            $0.listedAt = .now
+            $0.total = total
+        }
+    }
+
+    /// The entries of a listing younger than `listingLifetime`, else nil.
+    var freshEntries: [String: Entry]? {
+        state.withLock { s in
+            guard let at = s.listedAt, ContinuousClock.now - at < Self.listingLifetime else { return nil }
+            return s.entries
+        }
+    }
+
+    /// A keep-alive's state: true when it tells of a shot on the body (the remaining-shots count
+    /// changed, or the card is being written) while livegate was not using the card itself.
+    func observe(remaining: String?, cardAccess: String?, cardInUse: Bool) -> Bool {
+        state.withLock { s in
+            let changed = remaining != nil && s.remaining != nil && remaining != s.remaining
+            if let remaining { s.remaining = remaining }
+            if !cardInUse && (changed || cardAccess == "on") && s.sink != nil && s.total != nil { s.pendingBodyShot = true }
+            return s.pendingBodyShot
+        }
+    }
+
+    func takePendingBodyShot() -> Bool {
+        state.withLock { s in
+            defer { s.pendingBodyShot = false }
+            return s.pendingBodyShot
+        }
+    }
+}
+
+extension PanasonicDriver {
+    // MARK: Play mode for the card
+
+    /// Runs `body` with the camera in play mode, one card operation at a time. The live view
+    /// pauses; the session loop brings record mode and the stream back `linger` after the last
+    /// card operation.
+    func withCard<T: Sendable>(linger: Duration = .seconds(3), _ body: () async throws -> T) async throws -> T {
+        guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        return try await playMode.serial.withLock {
+            playMode.began()
+            defer { playMode.ended(linger: linger) }
+            try await enterPlayMode()
+            return try await body()
+        }
+    }
+
+    /// `camcmd&value=playmode`, retried while the camera is busy (it may still be writing a shot).
+    func enterPlayMode() async throws {
+        guard !playMode.inPlay else { return }
+        // Marked first: the session loop must not take the camera back to record mode meanwhile.
+        playMode.entered()
+        try await busyRetrying { try await self.camcgi.call(mode: "camcmd", value: "playmode", timeout: .seconds(10)) }
+    }
+
+    /// `camcmd&value=recmode`, then waits until `getstate` says `rec` (S5II: answers err_critical
+    /// while switching, takes ~5 s).
+    func enterRecordMode() async throws {
+        _ = try? await camcgi.call(mode: "camcmd", value: "recmode", timeout: .seconds(10))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            if let r = try? await camcgi.call(mode: "getstate", timeout: .seconds(2)), r.elements["cammode"] != "play" {
+                // What the card looks like after livegate's own work: the next change is the body's.
+                _ = card.observe(remaining: r.elements["remaincapacity"], cardAccess: nil, cardInUse: true)
+                break
+            }
+            guard ContinuousClock.now < deadline else {
+                throw CameraControlError.camera(code: 0, message: "the camera did not return to record mode within 10 s")
+            }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        playMode.left()
+    }
+
+    /// Back to the live view after card work: record mode and `startstream` on the bound port.
+    /// Called by the session loop, holding the card's lock.
+    func leavePlayMode(streamPort port: Int) async {
+        do {
+            try await enterRecordMode()
+        } catch {
+            logger.warning("panasonic \(endpoint): \(error); asking for the stream anyway")
+            playMode.left()
+        }
+        _ = try? await camcgi.call(mode: "startstream", value: String(port), timeout: .seconds(2))
+    }
+
+    /// Runs `body` again while the camera answers err_busy (up to 5 times, 1 s apart); a camera
+    /// that stays busy is not pressed further.
+    @discardableResult
+    func busyRetrying<T>(_ body: () async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await body()
+            } catch CameraControlError.camera(let code, let message) where code == PanasonicResult.code("err_busy") {
+                attempt += 1
+                guard attempt < 5, !Task.isCancelled else { throw CameraControlError.camera(code: code, message: message) }
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    // MARK: ContentDirectory
+
+    /// One Browse page of `objectID` from `start`.
+    func browse(objectID: String = "0", start: Int, count: Int = PanasonicCard.pageSize) async throws -> PanasonicBrowsePage {
+        var client = camcgi.http
+        client.maxBodyBytes = 8 << 20
+        let url = HTTPURL(host: endpoint.host, port: endpoint.dlnaPort, target: "/Server0/CDS_control")
+        let response: HTTPResponse
+        do {
+            response = try await client.request("POST", url, headers: PanasonicCard.browseHeaders,
+                                                body: PanasonicCard.browseBody(objectID: objectID, start: start, count: count),
+                                                timeout: .seconds(15))
+        } catch {
+            throw CameraControlError.unavailable("card listing (\(url)): \(error)")
+        }
+        let text = String(decoding: response.body, as: UTF8.self)
+        do {
+            let page = try PanasonicCard.parseBrowse(text)
+            guard response.status == 200 else { throw PanasonicCardError("HTTP \(response.status)") }
+            return page
+        } catch {
+            throw CameraControlError.camera(code: response.status, message: "card listing: \(error)")
+        }
+    }
+
+    /// Every item from index `start` on (pages of 50; containers browsed one level down), and the
+    /// card's item count. Bounded by `PanasonicCard.maxItems`.
+    func browseAll(from start: Int = 0) async throws -> (items: [PanasonicCardItem], total: Int) {
+        var items: [PanasonicCardItem] = []
+        var containers: [String] = []
+        var index = start
+        var total = 0
+        repeat {
+            let page = try await browse(start: index)
+            total = page.total
+            items += page.items
+            containers += page.containers
+            guard page.returned > 0 else { break }
+            index += page.returned
+        } while index < total && items.count < PanasonicCard.maxItems
+        for container in containers.prefix(1000) where items.count < PanasonicCard.maxItems {
+            var at = 0
+            while items.count < PanasonicCard.maxItems {
+                let page = try await browse(objectID: container, start: at)
+                items += page.items
+                guard page.returned > 0 else { break }
+                at += page.returned
+                if at >= page.total { break }
+            }
+        }
+        return (items, total)
+    }
+
+    /// The card's files; a listing of the last few seconds is reused.
+    func cardEntries() async throws -> [String: PanasonicCardState.Entry] {
+        if let fresh = card.freshEntries { return fresh }
+        return try await withCard {
+            let (items, total) = try await browseAll()
+            let entries = items.flatMap { item in
+                item.files.map { f in
+                    PanasonicCardState.Entry(file: CameraFile(path: f.path, size: f.resource.size ?? 0, date: item.date),
+                                             resource: f.resource, thumbnail: item.thumbnail ?? item.preview)
+                }
+            }
+            card.store(entries, total: total)
+            return Dictionary(entries.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a })
+        }
+    }
+
+    /// Where a listed resource is fetched: the camera's host (never another), the listed port and path.
+    func resourceURL(_ r: PanasonicCardItem.Resource) throws -> HTTPURL {
+        guard let listed = HTTPURL(r.url), listed.target.hasPrefix("/"), !listed.target.contains("/../") else {
+            throw CameraControlError.camera(code: 0, message: "the card lists an unusable address: \(r.url.prefix(100))")
+        }
+        return HTTPURL(host: endpoint.host, port: listed.port, target: listed.target)
+    }
+
+    /// Streams a resource; `head` sees the headers first.
+    func fetch(_ r: PanasonicCardItem.Resource, head: ([(String, String)]) throws -> Void = { _ in },
+               body: (ByteBuffer) async throws -> Void) async throws {
+        let url = try resourceURL(r)
+        do {
+            try await camcgi.http.stream(url, headers: [("Accept", "*/*")], head: { status, headers in
+                guard status == 200 else { throw CameraControlError.camera(code: status, message: "GET \(url.target): HTTP \(status)") }
+                try head(headers)
+            }, body: body)
+        } catch let e as CameraControlError {
+            throw e
+        } catch {
+            throw CameraControlError.unavailable("GET \(url.target): \(error)")
+        }
+    }
+
+    /// A resource whole (up to 512 MB), checked against the size the camera gives for it.
+    func fetchWhole(_ r: PanasonicCardItem.Resource) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        var announced: Int?
+        try await fetch(r, head: { announced = PanasonicCard.fileSize($0) }) { piece in
+            guard bytes.count + piece.readableBytes <= 512 << 20 else {
+                throw CameraControlError.camera(code: 0, message: "\(r.urlName) is larger than 512 MB")
+            }
+            bytes += piece.readableBytesView
+        }
+        if let n = announced ?? r.size, n != bytes.count {
+            throw CameraControlError.camera(code: 0, message: "\(r.urlName): got \(bytes.count) bytes, the camera announced \(n)")
+        }
+        return bytes
+    }
+
+    /// The new items' originals, fetched whole (each with retries: a Wi-Fi drop mid-transfer).
+    func fetchNew(_ items: [PanasonicCardItem], fromBody: Bool) async -> (images: [CameraImage], lost: [(String, String)]) {
+        var images: [CameraImage] = []
+        var lost: [(String, String)] = []
+        for item in items {
+            for f in item.files {
+                let name = f.path.split(separator: "/").last.map(String.init) ?? f.resource.urlName
+                do {
+                    let bytes = try await retrying { try await self.fetchWhole(f.resource) }
+                    images.append(CameraImage(name: name, bytes: bytes, fromBody: fromBody))
+                } catch {
+                    lost.append((name, "\(error)"))
+                }
+            }
+        }
+        return (images, lost)
+    }
+
+    /// The items added since `before` items were on the card (all of the last page when files went
+    /// away meanwhile).
+    func itemsAdded(since before: Int) async throws -> [PanasonicCardItem] {
+        let probe = try await browse(start: 0, count: 1)
+        let start = probe.total >= before ? before : max(0, probe.total - 1)
+        guard start < probe.total else {
+            card.setTotal(probe.total)
+            return []
+        }
+        let (items, total) = try await browseAll(from: start)
+        card.setTotal(total)
+        return items
+    }
+
+    /// `get_content_info` until it stops answering err_busy (the camera writes the shot), ≤ 20 s.
+    func waitForCardWrite() async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while true {
+            do {
+                try await camcgi.call(mode: "get_content_info", timeout: .seconds(3))
+                return
+            } catch CameraControlError.camera(let code, _) where code == PanasonicResult.code("err_busy") {
+                guard ContinuousClock.now < deadline else {
+                    throw CameraControlError.camera(code: code, message: "the camera was still writing the shot after 20 s")
+                }
+                try await Task.sleep(for: .milliseconds(500))
+            } catch CameraControlError.notSupported {
+                return
+            }
+        }
+    }
+
+    // MARK: Shots taken on the body
+
+    /// When the camera starts in play mode, the card's item count is read before record mode, so
+    /// that shots taken on the body later are known as new. Only when someone takes the images.
+    func takeCardBaseline() async {
+        card.reset()
+        guard card.sink != nil, let r = try? await camcgi.call(mode: "getstate", timeout: .seconds(3)) else { return }
+        _ = card.observe(remaining: r.elements["remaincapacity"], cardAccess: nil, cardInUse: true)
+        guard card.total == nil, r.elements["cammode"] == "play",
+              let page = try? await browse(start: 0, count: 1) else { return }
+        card.setTotal(page.total)
+    }
+
+    /// A keep-alive saw the card change without livegate: fetch the new items and hand them on.
+    func fetchBodyShots() async {
+        guard card.takePendingBodyShot(), let sink = card.sink else { return }
+        do {
+            let (images, lost) = try await withCard(linger: .zero) { () -> ([CameraImage], [(String, String)]) in
+                guard let before = card.total else { return ([], []) }
+                try await waitForCardWrite()
+                let fresh = try await itemsAdded(since: before)
+                return await fetchNew(fresh, fromBody: true)
+            }
+            for image in images { await sink(.image(image)) }
+            for (name, why) in lost { await sink(.lost(name: name, reason: why)) }
+        } catch {
+            logger.warning("panasonic \(endpoint): could not look for shots taken on the body: \(error)")
+        }
+    }
+}
+
+extension PanasonicDriver: CardBrowsing {
+    /// The ContentDirectory's items (play mode; the live view pauses and comes back by itself).
+    public func listFiles() async throws -> [CameraFile] {
+        try await cardEntries().values.map(\.file).sorted { $0.path < $1.path }
+    }
+
+    public func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws {
+        guard let entry = try await cardEntries()[file.path] else { throw CameraControlError.notSupported("no file \(file.path)") }
+        try await withCard { try await self.fetch(entry.resource, body: body) }
+    }
+
+    /// Older bodies list no sizes: the download's `X-FILE_SIZE` gives it.
+    public func resolve(_ file: CameraFile) async throws -> CameraFile {
+        guard file.size == 0, let entry = try await cardEntries()[file.path] else { return file }
+        let url = try resourceURL(entry.resource)
+        let size = try await withCard { () -> Int? in
+            let r = try? await self.camcgi.http.request("HEAD", url, timeout: .seconds(10))
+            return r.flatMap { PanasonicCard.fileSize($0.headers) }
+        }
+        var out = file
+        if let size { out.size = size }
+        return out
+    }
+
+    public var hasThumbnails: Bool { true }
+
+    /// The camera's `DT…` thumbnail (or its `DL…` preview when it lists no thumbnail).
+    public func thumbnail(of file: CameraFile) async throws -> [UInt8] {
+        guard let thumb = try await cardEntries()[file.path]?.thumbnail else { throw CameraControlError.notSupported("thumbnails of \(file.path)") }
+        return try await withCard { try await self.fetchWhole(thumb) }
+    }
+}
+
+extension PanasonicDriver: StillCapturing {
+    /// `camcmd&value=capture` in record mode (after `oneshot_af` when asked), then play mode: the
+    /// camera writes the shot (`get_content_info` busy until done) and the items past the card's
+    /// previous count are the shot's files (JPEG and RAW), fetched whole. Record mode and the live
+    /// view come back right after.
+    public func capture(autofocus: Bool) async throws -> [CameraImage] {
+        guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        return try await playMode.serial.withLock {
+            playMode.began()
+            defer { playMode.ended(linger: .zero) }
+            var before = card.total
+            if before == nil || playMode.inPlay {
+                try await enterPlayMode()
+                before = try await browse(start: 0, count: 1).total
+            }
+            if playMode.inPlay { try await enterRecordMode() }
+            if autofocus { _ = try? await camcgi.call(mode: "camcmd", value: "oneshot_af", timeout: .seconds(5)) }
+            do {
+                try await camcgi.call(mode: "camcmd", value: "capture", timeout: .seconds(30))
+            } catch CameraControlError.camera(let code, let message) where code < 100 {
+                throw CameraControlError.refused(message)
+            }
+            try await enterPlayMode()
+            try await waitForCardWrite()
+            let fresh = try await itemsAdded(since: before ?? 0)
+            guard !fresh.isEmpty else {
+                throw CameraControlError.camera(code: 0, message: "the shot was taken but no new item appeared on the card")
+            }
+            let (images, lost) = await fetchNew(fresh, fromBody: false)
+            if let (name, why) = lost.first, images.isEmpty {
+                throw CameraControlError.camera(code: 0, message: "the shot \(name) is on the card but could not be fetched: \(why)")
+            }
+            // A RAW that failed beside a JPEG that came: reported, still on the card.
+            if let sink = card.sink {
+                for (name, why) in lost { await sink(.lost(name: name, reason: why)) }
+            }
+            return images
+        }
+    }
+
+    public func setImageSink(_ sink: @escaping CameraImageSink) { card.setSink(sink) }
+}

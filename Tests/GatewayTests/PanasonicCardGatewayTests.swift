@@ -1,0 +1,123 @@
+import CameraEmulators
+import CameraWire
+import Foundation
+import Gateway
+import NIOPosix
+import Testing
+
+/// A LUMIX body's other half through the gateway, against the emulated body: the shutter (record
+/// mode), the new shot found in play mode and fetched byte for byte, a shot on the body fetched by
+/// itself, the card listed and downloaded (whole, ranged, thumbnails), a refusal as the camera's
+/// reason, and the live view back after every trip to play mode.
+@Suite(.serialized) struct PanasonicCardGatewayTests {
+    static let curl = which("curl")
+
+    func emulator(_ configure: (inout PanasonicEmulator.Configuration) -> Void = { _ in }) async throws -> PanasonicEmulator {
+        var config = PanasonicEmulator.Configuration()
+        config.fps = 15
+        configure(&config)
+        let emu = try PanasonicEmulator(configuration: config, group: MultiThreadedEventLoopGroup.singleton)
+        try await emu.start()
+        return emu
+    }
+
+    func get(_ url: String, _ extra: [String] = []) async throws -> (code: String, body: [UInt8]) {
+        try await curlGet(url, extra)
+    }
+
+    @Test func captureFetchesTheShotABodyShotArrivesAndARefusalIsTheCamerasReason() async throws {
+        let emu = try await emulator { $0.rawPlusJPEG = true }
+        emu.shootOnBody()  // already on the card: not part of the next shot
+        let dir = try temporaryDirectory("livegate-pana-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let gateway = try await startGateway(camera: emu.cameraURL, label: "pana-capture") { $0.capturesDirectory = dir.path }
+        let cam = try #require(gateway.cameras.first)
+        #expect(await waitUntil(timeout: 20) { cam.driver.state == .streaming && cam.driver.stats.frames > 5 })
+        let files: [SavedCapture]
+        do { files = try await gateway.capture(camera: cam, autofocus: true) } catch {
+            Issue.record("\(error); requests: \(emu.requests.suffix(15).map { "\($0.mode) \($0.type ?? "") \($0.value ?? "") \($0.result)" })")
+            throw error
+        }
+        // RAW+JPEG: both files of the new shot, byte for byte, under the camera's names.
+        #expect(files.map(\.cameraName) == ["P1000002.JPG", "P1000002.RW2"], "\(files.map(\.cameraName))")
+        for f in files {
+            #expect(Array(FileManager.default.contents(atPath: f.path) ?? Data()) == emu.cardFile(f.cameraName), "\(f.cameraName)")
+            #expect(f.sha256 == SHA256.hex(emu.cardFile(f.cameraName) ?? []))
+        }
+        #expect(emu.requests(mode: "camcmd").contains { $0.value == "oneshot_af" })
+        // The shutter was pressed in record mode; the card was read in play mode; the live view came back.
+        #expect(await waitUntil(timeout: 10) { emu.isStreaming && emu.currentSettings["cammode"] == "rec" })
+        var before = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 10) { cam.driver.stats.frames > before + 5 }, "live view did not come back after the shot")
+        let modes = emu.requests(mode: "camcmd").map { $0.value ?? "" }
+        let shot = try #require(modes.lastIndex(of: "capture"))
+        #expect(modes[..<shot].last(where: { $0 == "recmode" || $0 == "playmode" }) == "recmode", "\(modes)")
+        #expect(modes[shot...].contains("playmode") && modes[shot...].last == "recmode", "\(modes)")
+
+        // A shot on the body arrives without a request, once.
+        let body = emu.shootOnBody()
+        #expect(await waitUntil(timeout: 15) { gateway.captures(camera: "cam0").contains { $0.cameraName == body } },
+                "the body shot \(body) was not fetched; requests: \(emu.requests.suffix(10).map { "\($0.mode) \($0.value ?? "")" })")
+        let bodySaved = try #require(gateway.captures(camera: "cam0").first { $0.cameraName == body })
+        #expect(bodySaved.fromBody && Array(FileManager.default.contents(atPath: bodySaved.path) ?? Data()) == emu.cardFile(body))
+        before = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 10) { cam.driver.stats.frames > before + 5 }, "live view did not come back after the body shot")
+        try await Task.sleep(for: .seconds(5))  // more keep-alives: nothing fetched twice
+        #expect(gateway.captures(camera: "cam0").count == 4, "\(gateway.captures(camera: "cam0").map(\.cameraName))")
+
+        emu.refuseShots("err_reject")
+        do {
+            _ = try await gateway.capture(camera: cam, autofocus: false)
+            Issue.record("a refused shot was reported as taken")
+        } catch {
+            #expect("\(error)".contains("err_reject"), "\(error)")
+        }
+        #expect(gateway.captures(camera: "cam0").count == 4)
+        before = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 10) { cam.driver.stats.frames > before + 5 }, "live view stopped after the refusal")
+        await gateway.stop()
+        await emu.stop()
+    }
+
+    @Test(.enabled(if: curl != nil, "needs curl"), arguments: [true, false])
+    func theCardIsListedAndDownloadedByteForByte(newerBody: Bool) async throws {
+        let emu = try await emulator { $0.cardListsNamesAndSizes = newerBody }
+        emu.shootOnBody()
+        emu.shootOnBody()
+        let gateway = try await startGateway(camera: emu.cameraURL, label: "pana-files")
+        let (server, base) = try await startAPIServer(gateway)
+        defer { server.cancel() }
+        let cam = try #require(gateway.cameras.first)
+        #expect(await waitUntil(timeout: 20) { cam.driver.state == .streaming && cam.driver.stats.frames > 5 })
+        let list = try await get("\(base)/api/v1/cameras/cam0/files")
+        #expect(list.code == "200", "\(String(decoding: list.body, as: UTF8.self))")
+        let obj = try #require(try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])
+        let files = try #require(obj["files"] as? [[String: Any]])
+        // Newer bodies name the files; older ones are known by their download names, without sizes.
+        let expected = newerBody ? ["/100/P1000001.JPG", "/100/P1000002.JPG"] : ["/100/DO1000001.JPG", "/100/DO1000002.JPG"]
+        #expect(files.compactMap { $0["path"] as? String } == expected)
+        #expect(files.first?["kind"] as? String == "image")
+        if newerBody { #expect(files.first?["size"] as? Int == emu.cardFile("P1000001.JPG")?.count) }
+
+        let camera = try #require(emu.cardFile("P1000002.JPG"))
+        let whole = try await get("\(base)/api/v1/cameras/cam0/files\(expected[1])")
+        #expect(whole.code == "200" && whole.body == camera, "\(whole.code) \(whole.body.count) vs \(camera.count)")
+        let part = try await get("\(base)/api/v1/cameras/cam0/files\(expected[1])", ["-r", "100-1099"])
+        #expect(part.code == "206" && part.body == Array(camera[100...1099]))
+        let thumb = try await get("\(base)/api/v1/cameras/cam0/thumbnails\(expected[0])")
+        #expect(thumb.code == "200" && thumb.body == emu.thumbnail(shot: 1) && thumb.body.starts(with: [0xFF, 0xD8]))
+        for hostile in ["100/../../etc/passwd", "100/%2e%2e/%2e%2e/etc/passwd", "100/NOPE.JPG"] {
+            let r = try await get("\(base)/api/v1/cameras/cam0/files/\(hostile)")
+            #expect(r.code == "400" || r.code == "404", "\(hostile) → \(r.code)")
+        }
+        // Every card access in play mode; record mode and the live view back afterwards.
+        #expect(emu.requests(mode: "camcmd").contains { $0.value == "playmode" })
+        #expect(await waitUntil(timeout: 15) { emu.isStreaming && emu.currentSettings["cammode"] == "rec" },
+                "\(emu.requests.suffix(12).map { "\($0.mode) \($0.value ?? "") \($0.result)" })")
+        let before = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 15) { cam.driver.stats.frames > before + 5 }, "live view did not come back after the card")
+        server.cancel()
+        await gateway.stop()
+        await emu.stop()
+    }
+}
