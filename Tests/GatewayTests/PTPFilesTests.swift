@@ -98,10 +98,36 @@ import Testing
         #expect(await waitUntil(timeout: 5) { cam.driver.stats.frames > before + 3 }, "live view stopped")
         await gateway.stop()
         await emu.stop()
+    }
 
-        let sony = try await startGateway(camera: "emulator:sony-ptp", label: "ptp-capture")
-        await #expect(throws: (any Error).self) { try await sony.capture(camera: sony.cameras[0], autofocus: false) }
-        await sony.stop()
+    /// A Sony PC-remote release (ptp.md §8.4): S1 down, S2 down, S2 up, S1 up; the shot is read
+    /// from 0xFFFFC001 once ObjectInMemory says it waits, saved byte for byte; a shot with the
+    /// body's button is taken over by itself (the camera keeps no copy for the PC); the handle is
+    /// never read while nothing waits.
+    @Test func aSonyPTPReleaseHandsTheShotOverAndBodyShotsFollow() async throws {
+        let dir = try temporaryDirectory("livegate-ptp-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (emu, gateway) = try await Self.streamingGateway(.sony, captures: dir)
+        let cam = gateway.cameras[0]
+        let files = try await gateway.capture(camera: cam, autofocus: true)
+        #expect(files.count == 1 && files.first?.name == "DSC00001.JPG", "\(files.map(\.name))")
+        #expect(Array(FileManager.default.contents(atPath: files.first?.path ?? "") ?? Data()) == emu.sonyShots.first)
+        let presses = emu.requests.filter { $0.code == 0x9207 }.map { "\(String($0.params.first ?? 0, radix: 16)):\($0.data.first ?? 0)" }
+        #expect(presses == ["d2c1:2", "d2c2:2", "d2c2:1", "d2c1:1"], "\(presses)")
+        #expect(emu.sonyShotsWaiting == 0)
+        emu.shootOnBody()
+        #expect(await waitUntil(timeout: 10) { gateway.captures(camera: "cam0").contains { $0.fromBody } }, "the body shot was not saved")
+        let body = try #require(gateway.captures(camera: "cam0").first { $0.fromBody })
+        #expect(Array(FileManager.default.contents(atPath: body.path) ?? Data()) == emu.sonyShots.last && body.cameraName == "DSC00002.JPG")
+        try await Task.sleep(for: .seconds(2))
+        #expect(gateway.captures(camera: "cam0").count == 2, "a picture was saved twice")
+        // 0xFFFFC001 was read exactly twice per shot (ObjectInfo, then the object), never while empty.
+        let reads = emu.requests.filter { ($0.code == 0x1008 || $0.code == 0x1009) && $0.params.first == 0xFFFF_C001 }
+        #expect(reads.count == 4, "\(reads.map(\.code))")
+        let before = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 5) { cam.driver.stats.frames > before + 3 }, "live view stopped")
+        await gateway.stop()
+        await emu.stop()
     }
 
     /// A Fujifilm capture (standard InitiateCapture): the new file is found by comparing the card's

@@ -120,12 +120,17 @@ public final class PTPEmulator: CameraEmulator, Sendable {
         switch kind {
         case .canon: model.canonShoot()
         case .nikon: model.nikonShootOnBody()
+        case .sony: model.sonyShoot()
         default: break
         }
     }
     /// The stills a Canon or Fujifilm emulator wrote to its card (remote releases and, Canon, body
     /// shots), oldest first.
     public var canonShots: [[UInt8]] { model.state.withLock { $0.canonShots } }
+    /// The stills a Sony PTP emulator shot for the PC (remote and body shots), oldest first.
+    public var sonyShots: [[UInt8]] { model.state.withLock { $0.sonyShots } }
+    /// Sony PTP: shots still waiting at 0xFFFFC001 (not fetched by the client yet).
+    public var sonyShotsWaiting: Int { model.state.withLock { $0.sonyMemory.count } }
     /// True while a Nikon picture waits in SDRAM (not deleted by the client yet).
     public var sdramOccupied: Bool { model.state.withLock { $0.nikonSDRAM != nil } }
     /// A file of the emulated card by its path (`/DCIM/100NIKON/DSC_0001.JPG`).

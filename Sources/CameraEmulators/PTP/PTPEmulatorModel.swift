@@ -65,6 +65,12 @@ final class PTPEmulatorModel: Sendable {
         var canonShots: [[UInt8]] = []
         /// Fujifilm: a client set the focus point (touch-AF); the state list reports it.
         var fujiPointChosen = false
+        /// Sony PTP (ptp.md §8.4): the shots waiting at 0xFFFFC001 for the PC, oldest first, and
+        /// every shot taken so far.
+        var sonyMemory: [(name: String, bytes: [UInt8])] = []
+        var sonyShots: [[UInt8]] = []
+        /// Events to push on the event socket after the next reply (code, params).
+        var pushEvents: [(code: UInt16, params: [UInt32])] = []
     }
 
     let kind: PTPEmulatorKind
@@ -157,6 +163,9 @@ final class PTPEmulatorModel: Sendable {
                 PTPEmulatedProperty(code: 0xD21E, type: 6, value: 0x00FF_FFFF, allowed: [0x00FF_FFFF, 100, 200, 400, 800, 1600, 3200]),
                 PTPEmulatedProperty(code: 0xD25A, type: 2, value: 0, allowed: [0, 1]),
                 PTPEmulatedProperty(code: 0xD221, type: 2, value: 1, allowed: [], writable: false),
+                // FocusFound (1 none, 2 focused) and ObjectInMemory (0x8000 + shots waiting).
+                PTPEmulatedProperty(code: 0xD213, type: 2, value: 1, allowed: [], writable: false),
+                PTPEmulatedProperty(code: 0xD215, type: 4, value: 0, allowed: [], writable: false),
             ]
         case .canon:
             return [
@@ -361,12 +370,8 @@ final class PTPEmulatorModel: Sendable {
             return PTPReply(code: PTPResponse.ok, data: b)
         case PTPOperation.getObjectInfo:
             guard let o = cardObject(p0) else { return nil }
-            var b: [UInt8] = []
-            b.ptpU32(Self.cardStorage); b.ptpU16(o.format); b.ptpU16(0); b.ptpU32(UInt32(o.bytes.count))
-            b.ptpU16(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0)
-            b.ptpU32(o.parent); b.ptpU16(o.format == 0x3001 ? 1 : 0); b.ptpU32(0); b.ptpU32(0)
-            b.ptpString(o.name); b.ptpString("20260501T120000"); b.ptpString("20260501T120000"); b.ptpString("")
-            return PTPReply(code: PTPResponse.ok, data: b)
+            return PTPReply(code: PTPResponse.ok, data: Self.objectInfo(storage: Self.cardStorage, format: o.format,
+                                                                      size: o.bytes.count, parent: o.parent, name: o.name))
         case PTPOperation.getObject:
             guard let o = cardObject(p0), o.format != 0x3001 else { return nil }
             return PTPReply(code: PTPResponse.ok, data: o.bytes)
@@ -543,15 +548,33 @@ final class PTPEmulatorModel: Sendable {
         case 0x9205:
             return PTPReply(code: set(UInt16(truncatingIfNeeded: p0), data))
         case 0x9207:
+            // SDIO_ControlDevice: S1 (0xD2C1) half press focuses, S2 (0xD2C2) full press shoots; 2
+            // = down, 1 = up.
+            let value = data.count >= 2 ? UInt16(data[0]) | UInt16(data[1]) << 8 : 0
+            if p0 == 0xD2C1 {
+                state.withLock { $0.props[0xD213]?.value = value == 2 ? 2 : 1 }
+            } else if p0 == 0xD2C2, value == 2 {
+                sonyShoot()
+            }
             return PTPReply(code: PTPResponse.ok)
+        case 0x1008 where p0 == Self.sonyShotHandle:
+            // The oldest waiting shot; nothing waiting is an error (real firmware may even crash).
+            guard let shot = state.withLock({ $0.sonyMemory.first }) else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+            return PTPReply(code: PTPResponse.ok, data: PTPEmulatorModel.objectInfo(storage: 0, format: 0x3801,
+                                                                                    size: shot.bytes.count, parent: 0, name: shot.name))
+        case 0x1009 where p0 == Self.sonyShotHandle:
+            let shot = state.withLock { s -> [UInt8]? in
+                guard !s.sonyMemory.isEmpty else { return nil }
+                let first = s.sonyMemory.removeFirst()
+                s.props[0xD215]?.value = s.sonyMemory.isEmpty ? 0 : 0x8000 + Int64(s.sonyMemory.count)
+                return first.bytes
+            }
+            guard let shot else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+            return PTPReply(code: PTPResponse.ok, data: shot)
         case 0x1008:
             guard p0 == PTPEvent.sonyLiveViewHandle else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
-            var b: [UInt8] = []
-            b.ptpU32(0x0001_0001); b.ptpU16(0x3801); b.ptpU16(0); b.ptpU32(0)
-            b.ptpU16(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0)
-            b.ptpU32(0); b.ptpU16(0); b.ptpU32(0); b.ptpU32(0)
-            b.ptpString("LiveView.JPG"); b.ptpString(""); b.ptpString(""); b.ptpString("")
-            return PTPReply(code: PTPResponse.ok, data: b)
+            return PTPReply(code: PTPResponse.ok, data: Self.objectInfo(storage: 0x0001_0001, format: 0x3801, size: 0, parent: 0,
+                                                                      name: "LiveView.JPG", date: ""))
         case 0x1009:
             guard p0 == PTPEvent.sonyLiveViewHandle else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
             let slot = state.withLock { s -> Int? in
@@ -603,6 +626,41 @@ final class PTPEmulatorModel: Sendable {
     func nikonShootOnBody() {
         let shot = addStill(handles: 0x1000_0200, name: { String(format: "DSC_%04d.JPG", 200 + $0) }, frames: 900)
         state.withLock { $0.nikonEvents.append((0x4002, shot.handle)); $0.nikonStills.append(shot.bytes) }
+    }
+
+    /// An ObjectInfo dataset (ptp.md §8.1); a folder (0x3001) is a generic association.
+    static func objectInfo(storage: UInt32, format: UInt16, size: Int, parent: UInt32, name: String,
+                           date: String = "20260501T120000") -> [UInt8] {
+        var b: [UInt8] = []
+        b.ptpU32(storage); b.ptpU16(format); b.ptpU16(0); b.ptpU32(UInt32(truncatingIfNeeded: size))
+        b.ptpU16(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0); b.ptpU32(0)
+        b.ptpU32(parent); b.ptpU16(format == 0x3001 ? 1 : 0); b.ptpU32(0); b.ptpU32(0)
+        b.ptpString(name); b.ptpString(date); b.ptpString(date); b.ptpString("")
+        return b
+    }
+
+    /// Sony PTP: where a shot waits for the PC (ptp.md §8.4).
+    static let sonyShotHandle: UInt32 = 0xFFFF_C001
+
+    /// Sony PTP: a shot (remote or with the body's button) waits at 0xFFFFC001; ObjectInMemory
+    /// counts it and ObjectAdded (0xC201) announces it.
+    func sonyShoot() {
+        state.withLock { s in
+            let n = s.sonyShots.count + 1
+            let bytes = source.frame(index: 1100 + n).jpeg
+            s.sonyShots.append(bytes)
+            s.sonyMemory.append((String(format: "DSC0%04d.JPG", n), bytes))
+            s.props[0xD215]?.value = 0x8000 + Int64(s.sonyMemory.count)
+            s.pushEvents.append((0xC201, [Self.sonyShotHandle]))
+        }
+    }
+
+    /// Events waiting to be pushed on the event socket.
+    func takePushEvents() -> [(code: UInt16, params: [UInt32])] {
+        state.withLock { s in
+            defer { s.pushEvents.removeAll() }
+            return s.pushEvents
+        }
     }
 
     func canonShoot() {

@@ -157,6 +157,9 @@ final class PTPIPResponderHandler: ChannelInboundHandler {
         if r.code == PTPResponse.ok, code == 0x1016 || code == 0x9205, let prop = params.first {
             connections.sendEvent(.event(code: PTPEvent.devicePropChanged, transactionID: 0, params: [prop]))
         }
+        for e in model.takePushEvents() {
+            connections.sendEvent(.event(code: e.code, transactionID: 0, params: e.params))
+        }
     }
 }
 

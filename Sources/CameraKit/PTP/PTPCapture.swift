@@ -1,9 +1,10 @@
 import CameraWire
+import LiveViewCore
 import Foundation
 
 /// Still capture over PTP: Nikon into SDRAM (ptp.md §8.2), Canon EOS release with the picture on
-/// the card (§8.3), Fujifilm with the standard InitiateCapture and the card's handle lists compared.
-/// Canon's PC target and Sony PTP are not done yet (not supported).
+/// the card (§8.3), Fujifilm with the standard InitiateCapture and the card's handle lists compared,
+/// Sony's PC remote with the shot handed over at 0xFFFFC001 (§8.4). Canon's PC target is not done.
 extension PTPDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         let session = try current()
@@ -11,6 +12,7 @@ extension PTPDriver: StillCapturing {
             if let nikon = session as? NikonPTPSession { return [try await nikon.captureIntoSDRAM()] }
             if let canon = session as? CanonPTPSession { return try await canon.releaseToCard(autofocus: autofocus) }
             if let fuji = session as? FujiPTPSession { return try await fuji.captureToCard() }
+            if let sony = session as? SonyPTPSession { return try await sony.captureToPC(autofocus: autofocus) }
         } catch let e as PTPTransportError {
             throw CameraControlError.unavailable("\(e)")
         }
@@ -32,9 +34,14 @@ extension PTPDriver: StillCapturing {
         if let canon = session as? CanonPTPSession, !canon.isCapturing {
             found = canon.takeAddedObjects().filter { $0.storage != 0 }.map { ($0.handle, $0.name) }
             fetch = { h, n in try await canon.fetchImage(h, name: n, fromBody: true) }
-        } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing, nikon.bodyEventsDue() {
+        } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing, nikon.bodyEvents.due() {
             found = ((try? await nikon.objectsAddedOnTheCard()) ?? []).map { ($0, "") }
             fetch = { h, _ in try await nikon.fetchImage(h, fromBody: true) }
+        } else if let sony = session as? SonyPTPSession, !sony.isCapturing, sony.bodyShots.due() {
+            // The body keeps no copy for the PC: each waiting shot is taken now, in order, on this
+            // connection (the handle is always 0xFFFFC001, so they cannot be fetched in parallel).
+            await sony.transferWaitingShots(to: sink)
+            return
         } else {
             return
         }
@@ -56,16 +63,6 @@ extension NikonPTPSession {
 
     /// True while a capture of ours runs (its events are its own).
     var isCapturing: Bool { capturing.withLock { $0 > 0 } }
-
-    /// True at most once a second: time to ask GetEvent for shots on the body.
-    func bodyEventsDue() -> Bool {
-        let now = ContinuousClock.now
-        return lastBodyEvents.withLock { last in
-            guard last.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
-            last = now
-            return true
-        }
-    }
 
     /// GetEvent 0x90C7 (when the camera offers it): the handles of ObjectAdded (0x4002) records.
     func objectsAddedOnTheCard() async throws -> [UInt32] {
@@ -130,6 +127,105 @@ extension NikonPTPSession {
         do { image = .success(try await fetchImage(handle, fallbackName: "NIKON_SDRAM.JPG", fromBody: false)) } catch { image = .failure(error) }
         _ = try? await call(PTPOperation.deleteObject, [handle, 0])  // SDRAM is freed either way
         return try image.get()
+    }
+}
+
+/// True at most once per interval (asking a camera for shots on the body).
+final class PTPOncePer: Sendable {
+    private let interval: Duration
+    private let last = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(_ interval: Duration) { self.interval = interval }
+
+    func due() -> Bool {
+        let now = ContinuousClock.now
+        return last.withLock { last in
+            guard last.map({ now - $0 >= interval }) ?? true else { return false }
+            last = now
+            return true
+        }
+    }
+}
+
+extension SonyPTPSession {
+    /// Where a shot waits for the PC, and the properties that tell of it (ptp.md §8.4).
+    static let shotHandle: UInt32 = 0xFFFF_C001
+    static let objectInMemory: UInt16 = 0xD215
+    static let focusFound: UInt16 = 0xD213
+    static let halfPress: UInt16 = 0xD2C1
+    static let fullPress: UInt16 = 0xD2C2
+
+    var isCapturing: Bool { capturing.withLock { $0 > 0 } }
+
+    /// SDIO_ControlDevice 0x9207: a button code and a u16 (2 down, 1 up).
+    @discardableResult
+    func control(_ button: UInt16, _ value: UInt16) async throws -> PTPResult {
+        try await call(0x9207, [UInt32(button)], data: [UInt8(value & 0xFF), UInt8(value >> 8)])
+    }
+
+    /// Shots waiting for the PC: ObjectInMemory minus 0x8000 (0 when below: nothing there).
+    func shotsWaiting() async throws -> Int {
+        guard let v = try await allDescs()[Self.objectInMemory]?.current, v > 0x8000 else { return 0 }
+        return Int(min(v - 0x8000, 64))
+    }
+
+    /// The PC-remote release (ptp.md §8.4): S1 down (held up to 1 s for FocusFound when asked to
+    /// focus), S2 down, S2 up, S1 up; then up to 35 s until ObjectInMemory says a shot waits, and
+    /// every waiting shot read from 0xFFFFC001 (a RAW+JPEG shot is two). The handle is read only
+    /// once ObjectInMemory says something is there (reading it empty can crash the firmware).
+    func captureToPC(autofocus: Bool) async throws -> [CameraImage] {
+        capturing.withLock { $0 += 1 }
+        defer { capturing.withLock { $0 -= 1 } }
+        let press = try await control(Self.halfPress, 2)
+        guard press.ok else {
+            throw CameraControlError.refused("the camera refused the half press (\(Self.cameraError(press.code, op: 0x9207)))")
+        }
+        if autofocus {
+            let by = ContinuousClock.now + .seconds(1)
+            while ContinuousClock.now < by {
+                if let f = try await allDescs()[Self.focusFound]?.current, f == 2 || f == 3 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        let full = try await control(Self.fullPress, 2)
+        _ = try? await control(Self.fullPress, 1)
+        _ = try? await control(Self.halfPress, 1)
+        guard full.ok else {
+            throw CameraControlError.refused("the camera refused the release (\(Self.cameraError(full.code, op: 0x9207)))")
+        }
+        let by = ContinuousClock.now + .seconds(35)
+        var waiting = 0
+        while waiting == 0 {
+            guard ContinuousClock.now < by else {
+                throw CameraControlError.camera(code: 0, message: "the camera handed over no picture within 35 s of the release")
+            }
+            try await Task.sleep(for: .milliseconds(150))
+            waiting = try await shotsWaiting()
+        }
+        var images: [CameraImage] = []
+        while waiting > 0 && images.count < 8 {
+            images.append(try await retrying { try await self.fetchImage(Self.shotHandle, fallbackName: "DSC.JPG", fromBody: false) })
+            waiting = try await shotsWaiting()
+        }
+        return images
+    }
+
+    /// Shots taken with the body's button while in PC remote: each waiting one is fetched and
+    /// handed to `sink`; one that cannot be read after retries is reported lost (the camera keeps
+    /// no copy for the PC).
+    func transferWaitingShots(to sink: CameraImageSink) async {
+        guard var waiting = try? await shotsWaiting(), waiting > 0 else { return }
+        var fetched = 0
+        while waiting > 0 && fetched < 8 {
+            do {
+                await sink(.image(try await retrying { try await self.fetchImage(Self.shotHandle, fallbackName: "DSC.JPG", fromBody: true) }))
+            } catch {
+                await sink(.lost(name: "the shot waiting at 0xFFFFC001", reason: "\(error)"))
+                return
+            }
+            fetched += 1
+            waiting = (try? await shotsWaiting()) ?? 0
+        }
     }
 }
 

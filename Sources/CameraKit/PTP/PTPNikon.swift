@@ -11,7 +11,7 @@ final class NikonPTPSession: PTPVendorBase, PTPVendorSession {
     init(link: PTPLink) { self.link = link }
     /// Captures of ours in progress, and when GetEvent was last asked for body shots (`PTPCapture.swift`).
     let capturing = Mutex(0)
-    let lastBodyEvents = Mutex<ContinuousClock.Instant?>(nil)
+    let bodyEvents = PTPOncePer(.seconds(1))
     let vendor = PTPVendor.nikon
     let pushed = false
     private let parser = Mutex(NikonLiveViewParser())

@@ -10,6 +10,9 @@ final class SonyPTPSession: PTPVendorBase, PTPVendorSession {
     let link: PTPLink
 
     init(link: PTPLink) { self.link = link }
+    /// Captures of ours in progress, and when ObjectInMemory was last read for body shots (`PTPCapture.swift`).
+    let capturing = Mutex(0)
+    let bodyShots = PTPOncePer(.seconds(1))
     let vendor = PTPVendor.sony
     let pushed = false
     private let parser = Mutex(SonyPTPParser(transfer: .raw))
@@ -52,7 +55,7 @@ final class SonyPTPSession: PTPVendorBase, PTPVendorSession {
     }
 
     /// All Sony property descriptions (0x9209: u64 count, then DPDs with an IsEnabled byte).
-    private func allDescs() async throws -> [UInt16: PTPPropDesc] {
+    func allDescs() async throws -> [UInt16: PTPPropDesc] {
         let r = try await callOK(PTPOperation.sonySDIOGetAllExtDevicePropInfo)
         var reader = PTPReader(r.data)
         let n = try reader.u64()

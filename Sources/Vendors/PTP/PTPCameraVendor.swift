@@ -49,7 +49,7 @@ public struct PTPCameraVendor: CameraVendor {
         case .canon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .generic: return [.liveView, .afAreas, .touchAF, .events, .files]
         case .fuji: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter]
-        case .sonyPTP: return [.liveView, .afAreas, .events]
+        case .sonyPTP: return [.liveView, .afAreas, .events, .shutter, .transfer]
         }
     }
 
