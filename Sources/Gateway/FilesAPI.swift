@@ -28,9 +28,18 @@ extension ControlAPI {
                 throw APIError(.notFound, "\(cam.id) has no file \(path)")
             }
             let file = try await mapErrors { try await card.resolve(listed) }
+            var headers: HTTPFields = [.contentType: file.contentType]
+            let shownName = file.name.map { $0 == "\"" || $0 == "\\" || $0.isNewline ? "_" : $0 }
+            headers[.contentDisposition] = "attachment; filename=\"\(String(shownName))\""
+            guard file.size > 0 else {
+                // Size unknown (the camera gave none): the whole file, as it comes, without ranges.
+                return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                    try await card.download(file) { try await writer.write($0) }
+                    try await writer.finish(nil)
+                })
+            }
+            headers[.acceptRanges] = "bytes"
             let range = try byteRange(request.headers[.range], size: file.size)
-            var headers: HTTPFields = [.contentType: file.contentType, .acceptRanges: "bytes"]
-            headers[.contentDisposition] = "attachment; filename=\"\(file.name)\""
             let status: HTTPResponse.Status
             let wanted: ClosedRange<Int>
             if let range {

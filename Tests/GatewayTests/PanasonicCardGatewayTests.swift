@@ -1,4 +1,5 @@
 import CameraEmulators
+import CameraKit
 import CameraWire
 import Foundation
 import Gateway
@@ -65,12 +66,21 @@ import Testing
         try await Task.sleep(for: .seconds(5))  // more keep-alives: nothing fetched twice
         #expect(gateway.captures(camera: "cam0").count == 4, "\(gateway.captures(camera: "cam0").map(\.cameraName))")
 
+        // While the body records a movie the card is written all along: never a mode switch then.
+        let switches = emu.requests(mode: "camcmd").count
+        emu.recordMovieOnBody(true)
+        try await Task.sleep(for: .seconds(5))
+        #expect(emu.requests(mode: "camcmd").count == switches, "\(emu.requests(mode: "camcmd").suffix(4).map { $0.value ?? "" })")
+        emu.recordMovieOnBody(false)
+
         emu.refuseShots("err_reject")
         do {
             _ = try await gateway.capture(camera: cam, autofocus: false)
             Issue.record("a refused shot was reported as taken")
+        } catch CameraControlError.refused(let why) {
+            #expect(why.contains("err_reject"), "\(why)")
         } catch {
-            #expect("\(error)".contains("err_reject"), "\(error)")
+            Issue.record("a refusal is not reported as one: \(error)")
         }
         #expect(gateway.captures(camera: "cam0").count == 4)
         before = cam.driver.stats.frames
@@ -110,6 +120,19 @@ import Testing
             let r = try await get("\(base)/api/v1/cameras/cam0/files/\(hostile)")
             #expect(r.code == "400" || r.code == "404", "\(hostile) → \(r.code)")
         }
+        // A shot on the body while the card is in use: the listing shows it, and it is still
+        // handed on as a body shot (a listing does not swallow it).
+        emu.shootOnBody()
+        var listed = ""
+        for _ in 0..<30 where !listed.contains("\"total\":3") {
+            listed = String(decoding: try await get("\(base)/api/v1/cameras/cam0/files").body, as: UTF8.self)
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(listed.contains("\"total\":3"), "\(listed.prefix(300))")
+        #expect(await waitUntil(timeout: 15) { gateway.captures(camera: "cam0").count == 1 }, "the body shot was not handed on")
+        let saved = try #require(gateway.captures(camera: "cam0").first)
+        #expect(saved.fromBody && Array(FileManager.default.contents(atPath: saved.path) ?? Data()) == emu.cardFile("P1000003.JPG"))
+
         // Every card access in play mode; record mode and the live view back afterwards.
         #expect(emu.requests(mode: "camcmd").contains { $0.value == "playmode" })
         #expect(await waitUntil(timeout: 15) { emu.isStreaming && emu.currentSettings["cammode"] == "rec" },

@@ -31,6 +31,8 @@ final class PanasonicEmulatedCard: Sendable {
         var options = Options()
         /// Shots refused with this result (`err_reject`: card full, wrong mode).
         var refuseShots: String?
+        /// A movie is being recorded (the card is written all along).
+        var recording = false
     }
     private let state = Mutex(State())
 
@@ -68,7 +70,12 @@ final class PanasonicEmulatedCard: Sendable {
 
     var isWriting: Bool {
         let now = MonotonicClock.nanos()
-        return state.withLock { $0.items.contains { $0.writtenAtNanos > now } }
+        return state.withLock { $0.recording || $0.items.contains { $0.writtenAtNanos > now } }
+    }
+
+    var recording: Bool {
+        get { state.withLock { $0.recording } }
+        set { state.withLock { $0.recording = newValue } }
     }
 
     var count: Int { state.withLock { $0.items.count } }

@@ -150,6 +150,8 @@ public final class PanasonicEmulator: CameraEmulator, Sendable {
     public var cardNames: [String] { state.card.fileNames }
     /// The thumbnail served for the n-th shot (1-based).
     public func thumbnail(shot n: Int) -> [UInt8]? { state.card.download(String(format: "DT100%04d.JPG", n)) }
+    /// A movie recorded with the body's button: `getstate` says `rec` on and the card is written.
+    public func recordMovieOnBody(_ on: Bool) { state.card.recording = on }
     /// Refuses shots with this `cam.cgi` result (`err_reject`; nil: accept them again).
     public func refuseShots(_ result: String?) { state.card.refuseShots = result }
 

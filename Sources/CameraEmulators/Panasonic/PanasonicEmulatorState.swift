@@ -163,7 +163,7 @@ final class PanasonicEmulatorState: Sendable {
         case "getstate":
             let s = settings
             return Self.xml("ok", "<state><batt>3/3</batt><cammode>\(s.cammode)</cammode><remaincapacity>\(999 - card.count)</remaincapacity>"
-                + "<sdcardstatus>write_enable</sdcardstatus><sd_memory>set</sd_memory><rec>off</rec>"
+                + "<sdcardstatus>write_enable</sdcardstatus><sd_memory>set</sd_memory><rec>\(card.recording ? "on" : "off")</rec>"
                 + "<sd_access>\(card.isWriting ? "on" : "off")</sd_access><operate>enable/disable</operate><temperature>normal</temperature>"
                 + "<version>E1.0</version></state>")
         case "camcmd":

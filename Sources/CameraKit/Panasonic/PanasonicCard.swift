@@ -169,7 +169,7 @@ enum PanasonicCard {
         name.split(separator: ":").last.map(String.init) ?? name
     }
 
-    /// The value after `key` in a protocolInfo, up to `;` or `:`, without quotes.
+    /// The value after `key` in a protocolInfo, up to `;` or `,`, without quotes.
     static func field(_ key: String, in info: String) -> String? {
         guard let r = info.range(of: key) else { return nil }
         var v = info[r.upperBound...].prefix { $0 != ";" && $0 != "," }
@@ -196,6 +196,7 @@ enum PanasonicCard {
     /// A file name the gateway can use: no separators, no dot-only names, no control characters.
     static func isPlainName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 255 && name != "." && name != ".." && !name.contains("/") && !name.contains("\\")
+            && !name.contains("\"")
             && !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
     }
 

@@ -23,6 +23,9 @@ public final class PanasonicDriver: CameraDriver, Sendable {
     let playMode = PanasonicPlayMode()
     /// The card as last listed, and the sink for shots taken on the body.
     let card = PanasonicCardState()
+    /// The running fetch of shots taken on the body (beside the session loop, which keeps the
+    /// camera's session alive meanwhile).
+    let bodyShotPass = Mutex<Task<Void, Never>?>(nil)
 
     /// No frame for this long: re-issue `startstream`; for twice as long: reconnect.
     public let stallTimeout: Duration = .seconds(2)
@@ -79,6 +82,7 @@ public final class PanasonicDriver: CameraDriver, Sendable {
             channel.close(promise: nil)
             channelBox.withLock { $0 = nil }
             boundPort.withLock { $0 = nil }
+            bodyShotPass.withLock { $0?.cancel(); $0 = nil }
         }
         let port = channel.localAddress?.port ?? endpoint.liveViewPort
         boundPort.withLock { $0 = port }
@@ -107,10 +111,12 @@ public final class PanasonicDriver: CameraDriver, Sendable {
                         let r = try await camcgi.call(mode: "getstate", timeout: .seconds(2))
                         keepAliveFailures = 0
                         let cardInUse = playMode.isOpen
-                        if card.observe(remaining: r.elements["remaincapacity"], cardAccess: r.elements["sd_access"],
-                                        cardInUse: cardInUse), !cardInUse {
-                            await fetchBodyShots()
-                            lifecycle.resetStallClock()
+                        if cardInUse && r.elements["cammode"] == "rec" { playMode.cameraLeftPlay() }
+                        // Never while the body records a movie (a mode switch then can lock it up).
+                        let recording = r.elements["rec"] == "on"
+                        if card.observe(remaining: r.elements["remaincapacity"], cardAccess: recording ? nil : r.elements["sd_access"],
+                                        cardInUse: cardInUse || recording), !cardInUse, !recording {
+                            startBodyShotPass()
                         } else if r.elements["cammode"] == "play" && !cardInUse {
                             logger.info("panasonic \(endpoint): camera left record mode; re-entering it")
                             _ = try? await camcgi.call(mode: "camcmd", value: "recmode", timeout: .seconds(2))

@@ -17,16 +17,33 @@ final class PanasonicPlayMode: Sendable {
     }
     private let state = Mutex(State())
 
-    /// True while the camera is (or is being put) in play mode for card work.
+    /// True while the camera is (or is being put) in play mode for card work, or card work waits
+    /// for its turn.
     var isOpen: Bool { state.withLock { $0.inPlay || $0.users > 0 } }
 
+    /// Card work is coming (counted before it waits for `serial`, so the session loop never queues
+    /// behind it).
     func began() {
         state.withLock { $0.users += 1 }
+    }
+
+    /// The camera says it is in record mode while play mode lingers for nobody (a half press on
+    /// the body, a body drifting back): play mode is over.
+    func cameraLeftPlay() {
+        state.withLock { if $0.users == 0 { $0.inPlay = false } }
     }
 
     func entered() { state.withLock { $0.inPlay = true } }
     func left() { state.withLock { $0.inPlay = false } }
     var inPlay: Bool { state.withLock { $0.inPlay } }
+
+    /// Runs `body` as card work: counted from now, then one at a time; record mode may come back
+    /// `linger` after it ends.
+    func run<T: Sendable>(linger: Duration, _ body: () async throws -> T) async throws -> T {
+        began()
+        defer { ended(linger: linger) }
+        return try await serial.withLock { try await body() }
+    }
 
     /// The card work ended; record mode may come back `linger` from now.
     func ended(linger: Duration) {

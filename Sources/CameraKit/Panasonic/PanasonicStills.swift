@@ -40,11 +40,13 @@ final class PanasonicCardState: Sendable {
         }
     }
 
+    /// A listing. The item count moves only down (files deleted on the body) or from unknown:
+    /// items past the known count are shots not handed on yet, which leaving play mode looks for.
     func store(_ entries: [Entry], total: Int) {
         state.withLock {
             $0.entries = Dictionary(entries.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a })
             $0.listedAt = .now
-            $0.total = total
+            if $0.total == nil || total < $0.total! || $0.sink == nil { $0.total = total }
         }
     }
 
@@ -83,9 +85,7 @@ extension PanasonicDriver {
     /// card operation.
     func withCard<T: Sendable>(linger: Duration = .seconds(3), _ body: () async throws -> T) async throws -> T {
         guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
-        return try await playMode.serial.withLock {
-            playMode.began()
-            defer { playMode.ended(linger: linger) }
+        return try await playMode.run(linger: linger) {
             try await enterPlayMode()
             return try await body()
         }
@@ -96,7 +96,12 @@ extension PanasonicDriver {
         guard !playMode.inPlay else { return }
         // Marked first: the session loop must not take the camera back to record mode meanwhile.
         playMode.entered()
-        try await busyRetrying { try await self.camcgi.call(mode: "camcmd", value: "playmode", timeout: .seconds(10)) }
+        do {
+            try await busyRetrying { try await self.camcgi.call(mode: "camcmd", value: "playmode", timeout: .seconds(10)) }
+        } catch {
+            playMode.left()
+            throw error
+        }
     }
 
     /// `camcmd&value=recmode`, then waits until `getstate` says `rec` (S5II: answers err_critical
@@ -121,6 +126,9 @@ extension PanasonicDriver {
     /// Back to the live view after card work: record mode and `startstream` on the bound port.
     /// Called by the session loop, holding the card's lock.
     func leavePlayMode(streamPort port: Int) async {
+        // Shots taken while the card was in use (a listing does not hand them on): fetched now,
+        // while the camera still shows its card.
+        await fetchItemsPastKnownCount()
         do {
             try await enterRecordMode()
         } catch {
@@ -172,29 +180,32 @@ extension PanasonicDriver {
     }
 
     /// Every item from index `start` on (pages of 50; containers browsed one level down), and the
-    /// card's item count. Bounded by `PanasonicCard.maxItems`.
+    /// card's item count. Bounded: at most `PanasonicCard.maxItems` items, 1 000 containers and as
+    /// many pages as those need; a page that brings nothing ends a walk (a camera whose counts
+    /// never add up does not hold the card forever).
     func browseAll(from start: Int = 0) async throws -> (items: [PanasonicCardItem], total: Int) {
         var items: [PanasonicCardItem] = []
         var containers: [String] = []
-        var index = start
-        var total = 0
-        repeat {
-            let page = try await browse(start: index)
-            total = page.total
-            items += page.items
-            containers += page.containers
-            guard page.returned > 0 else { break }
-            index += page.returned
-        } while index < total && items.count < PanasonicCard.maxItems
-        for container in containers.prefix(1000) where items.count < PanasonicCard.maxItems {
-            var at = 0
-            while items.count < PanasonicCard.maxItems {
-                let page = try await browse(objectID: container, start: at)
-                items += page.items
-                guard page.returned > 0 else { break }
-                at += page.returned
-                if at >= page.total { break }
+        var pagesLeft = PanasonicCard.maxItems / PanasonicCard.pageSize + 1_000
+        func walk(_ objectID: String, from first: Int) async throws -> Int {
+            var index = first
+            var total = 0
+            while items.count < PanasonicCard.maxItems && pagesLeft > 0 {
+                pagesLeft -= 1
+                let page = try await browse(objectID: objectID, start: index)
+                total = page.total
+                items += page.items.prefix(PanasonicCard.pageSize)
+                if objectID == "0" { containers += page.containers.prefix(max(0, 1_000 - containers.count)) }
+                let returned = min(page.returned, PanasonicCard.pageSize)
+                guard returned > 0, !(page.items.isEmpty && page.containers.isEmpty) else { break }
+                index += returned
+                if index >= total { break }
             }
+            return total
+        }
+        let total = try await walk("0", from: start)
+        for container in containers where items.count < PanasonicCard.maxItems && pagesLeft > 0 {
+            _ = try await walk(container, from: 0)
         }
         return (items, total)
     }
@@ -239,17 +250,19 @@ extension PanasonicDriver {
         }
     }
 
-    /// A resource whole (up to 512 MB), checked against the size the camera gives for it.
+    /// A resource whole, checked against the size the camera gives for it (the listed size only
+    /// for originals: previews carry placeholders). Originals up to 512 MB, previews up to 8 MB.
     func fetchWhole(_ r: PanasonicCardItem.Resource) async throws -> [UInt8] {
         var bytes: [UInt8] = []
         var announced: Int?
+        let limit = r.isOriginal ? 512 << 20 : 8 << 20
         try await fetch(r, head: { announced = PanasonicCard.fileSize($0) }) { piece in
-            guard bytes.count + piece.readableBytes <= 512 << 20 else {
-                throw CameraControlError.camera(code: 0, message: "\(r.urlName) is larger than 512 MB")
+            guard bytes.count + piece.readableBytes <= limit else {
+                throw CameraControlError.camera(code: 0, message: "\(r.urlName) is larger than \(limit >> 20) MB")
             }
             bytes += piece.readableBytesView
         }
-        if let n = announced ?? r.size, n != bytes.count {
+        if let n = announced ?? (r.isOriginal ? r.size : nil), n != bytes.count {
             throw CameraControlError.camera(code: 0, message: "\(r.urlName): got \(bytes.count) bytes, the camera announced \(n)")
         }
         return bytes
@@ -277,12 +290,13 @@ extension PanasonicDriver {
     /// away meanwhile).
     func itemsAdded(since before: Int) async throws -> [PanasonicCardItem] {
         let probe = try await browse(start: 0, count: 1)
-        let start = probe.total >= before ? before : max(0, probe.total - 1)
-        guard start < probe.total else {
+        // Fewer items than before: files were deleted on the body, and which are new cannot be
+        // told from the count (none are taken rather than old ones handed on again).
+        guard before < probe.total else {
             card.setTotal(probe.total)
             return []
         }
-        let (items, total) = try await browseAll(from: start)
+        let (items, total) = try await browseAll(from: before)
         card.setTotal(total)
         return items
     }
@@ -318,16 +332,33 @@ extension PanasonicDriver {
         card.setTotal(page.total)
     }
 
-    /// A keep-alive saw the card change without livegate: fetch the new items and hand them on.
-    func fetchBodyShots() async {
-        guard card.takePendingBodyShot(), let sink = card.sink else { return }
-        do {
-            let (images, lost) = try await withCard(linger: .zero) { () -> ([CameraImage], [(String, String)]) in
-                guard let before = card.total else { return ([], []) }
-                try await waitForCardWrite()
-                let fresh = try await itemsAdded(since: before)
-                return await fetchNew(fresh, fromBody: true)
+    /// A keep-alive saw the card change without livegate: the new items are fetched in a task of
+    /// their own (the session loop goes on keeping the camera's session alive) and handed on.
+    func startBodyShotPass() {
+        bodyShotPass.withLock { task in
+            guard task == nil else { return }
+            task = Task {
+                defer { self.bodyShotPass.withLock { $0 = nil } }
+                guard self.card.takePendingBodyShot() else { return }
+                do {
+                    try await self.withCard(linger: .zero) {
+                        try await self.waitForCardWrite()
+                        await self.fetchItemsPastKnownCount()
+                    }
+                } catch {
+                    self.logger.warning("panasonic \(self.endpoint): could not look for shots taken on the body: \(error)")
+                }
             }
+        }
+    }
+
+    /// In play mode: items past the card's known count are shots nobody has handed on; fetched and
+    /// given to the sink (or reported lost).
+    func fetchItemsPastKnownCount() async {
+        guard let sink = card.sink, let before = card.total else { return }
+        do {
+            let fresh = try await itemsAdded(since: before)
+            let (images, lost) = await fetchNew(fresh, fromBody: true)
             for image in images { await sink(.image(image)) }
             for (name, why) in lost { await sink(.lost(name: name, reason: why)) }
         } catch {
@@ -376,13 +407,17 @@ extension PanasonicDriver: StillCapturing {
     /// view come back right after.
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
-        return try await playMode.serial.withLock {
-            playMode.began()
-            defer { playMode.ended(linger: .zero) }
+        return try await playMode.run(linger: .zero) {
             var before = card.total
             if before == nil || playMode.inPlay {
                 try await enterPlayMode()
-                before = try await browse(start: 0, count: 1).total
+                if before == nil {
+                    before = try await browse(start: 0, count: 1).total
+                } else {
+                    // Shots taken while the card was in use go to the sink first, not into this shot.
+                    await fetchItemsPastKnownCount()
+                    before = card.total
+                }
             }
             if playMode.inPlay { try await enterRecordMode() }
             if autofocus { _ = try? await camcgi.call(mode: "camcmd", value: "oneshot_af", timeout: .seconds(5)) }
@@ -395,7 +430,8 @@ extension PanasonicDriver: StillCapturing {
             try await waitForCardWrite()
             let fresh = try await itemsAdded(since: before ?? 0)
             guard !fresh.isEmpty else {
-                throw CameraControlError.camera(code: 0, message: "the shot was taken but no new item appeared on the card")
+                throw CameraControlError.camera(code: 0, message: "the shot was taken but no new item appeared on the card "
+                    + "(or files were deleted on the camera meanwhile); it is on the card")
             }
             let (images, lost) = await fetchNew(fresh, fromBody: false)
             if let (name, why) = lost.first, images.isEmpty {
