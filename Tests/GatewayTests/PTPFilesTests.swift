@@ -147,6 +147,14 @@ import Testing
         #expect(emu.requests.filter { $0.code == PTPOperation.initiateCapture }.map(\.params) == [[0, 0], [0, 0]])
         let listed = try await (cam.driver as? any CardBrowsing)?.listFiles().map(\.path) ?? []
         #expect(listed.contains("/DCIM/100_FUJI/DSCF0305.JPG"), "\(listed)")
+        // A shot with the body's button: found on the card (Fujifilm announces nothing) and saved
+        // by itself, once; the API's shots are not taken for body shots.
+        emu.shootOnBody()
+        #expect(await waitUntil(timeout: 10) { gateway.captures(camera: "cam0").contains { $0.fromBody } }, "the body shot was not saved")
+        let body = try #require(gateway.captures(camera: "cam0").first { $0.fromBody })
+        #expect(body.cameraName == "DSCF0306.JPG" && Array(FileManager.default.contents(atPath: body.path) ?? Data()) == emu.canonShots.last)
+        try await Task.sleep(for: .seconds(3))
+        #expect(gateway.captures(camera: "cam0").count == 3, "\(gateway.captures(camera: "cam0").map(\.cameraName))")
         let before = cam.driver.stats.frames
         #expect(await waitUntil(timeout: 5) { cam.driver.stats.frames > before + 3 }, "live view stopped")
         await gateway.stop()

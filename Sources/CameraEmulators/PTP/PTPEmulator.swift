@@ -115,13 +115,14 @@ public final class PTPEmulator: CameraEmulator, Sendable {
     public var requests: [PTPRequestRecord] { model.log.withLock { $0 } }
     /// The stills a Nikon emulator shot into SDRAM, oldest first.
     public var capturedStills: [[UInt8]] { model.state.withLock { $0.nikonStills } }
-    /// A Canon shot with the button on the body: the still goes to the card and is announced.
+    /// A shot with the button on the body: Canon, Nikon and Fujifilm write it to the card (Canon
+    /// and Nikon announce it), Sony hands it to the PC at 0xFFFFC001.
     public func shootOnBody() {
         switch kind {
         case .canon: model.canonShoot()
         case .nikon: model.nikonShootOnBody()
         case .sony: model.sonyShoot()
-        default: break
+        case .fuji: model.fujiShoot()
         }
     }
     /// The stills a Canon or Fujifilm emulator wrote to its card (remote releases and, Canon, body

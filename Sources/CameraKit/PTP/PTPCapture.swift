@@ -37,6 +37,9 @@ extension PTPDriver: StillCapturing {
         } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing, nikon.bodyEvents.due() {
             found = ((try? await nikon.objectsAddedOnTheCard()) ?? []).map { ($0, "") }
             fetch = { h, _ in try await nikon.fetchImage(h, fromBody: true) }
+        } else if let fuji = session as? FujiPTPSession, !fuji.isCapturing, fuji.cardWatch.due() {
+            found = await fuji.newObjectsOnTheCard()
+            fetch = { h, n in try await fuji.fetchImage(h, name: n, fromBody: true) }
         } else if let sony = session as? SonyPTPSession, !sony.isCapturing, sony.bodyShots.due() {
             // The body keeps no copy for the PC: each waiting shot is taken now, in order, on this
             // connection (the handle is always 0xFFFFC001, so they cannot be fetched in parallel).
@@ -319,11 +322,37 @@ extension FujiPTPSession {
                 throw CameraControlError.camera(code: 0, message: "no new file on the card within 30 s of the capture")
             }
         }
+        // The card watch must not take these for shots on the body.
+        knownHandles.withLock { $0?.formUnion(seen) }
         var images: [CameraImage] = []
         for o in ready {
             images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
         }
         return images
+    }
+
+    var isCapturing: Bool { stateCheck.withLock { $0.capturing > 0 } }
+
+    /// Shots on the body: Fujifilm's events are not known, so the card's handle list is compared
+    /// with the last one (the first look only learns what is there). A new object whose ObjectInfo
+    /// the camera does not give yet is still being written: taken at a later look.
+    func newObjectsOnTheCard() async -> [(handle: UInt32, name: String)] {
+        guard let handles = try? await objectHandles(), !isCapturing else { return [] }
+        let fresh = knownHandles.withLock { known -> [UInt32] in
+            guard let k = known else {
+                known = Set(handles)
+                return []
+            }
+            return handles.filter { !k.contains($0) }
+        }
+        var out: [(handle: UInt32, name: String)] = []
+        for h in fresh.prefix(64) {
+            guard let r = try? await call(PTPOperation.getObjectInfo, [h]), r.ok, let info = try? PTPObjectInfo(r.data) else { continue }
+            guard !isCapturing else { return out }
+            knownHandles.withLock { _ = $0?.insert(h) }
+            if !info.isFolder { out.append((h, info.name)) }
+        }
+        return out
     }
 
 }

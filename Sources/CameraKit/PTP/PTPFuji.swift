@@ -22,6 +22,10 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
     private let captureTID = Mutex<UInt32>(0)
     /// When the state list was last read, and whether the body answers it.
     let stateCheck = Mutex<(last: ContinuousClock.Instant?, works: Bool, capturing: Int)>((nil, true, 0))
+    /// Shots on the body: the card's handles as last seen (nil before the first look), looked at
+    /// every 2 s (`PTPCapture.swift`).
+    let knownHandles = Mutex<Set<UInt32>?>(nil)
+    let cardWatch = PTPOncePer(.seconds(2))
     /// The focus point's range maximum (its grid), when the body gives one.
     private let focusMaximum = Mutex<UInt32?>(nil)
     /// Touch-AF requests so far (a state list asked for before the latest one is not applied).

@@ -48,7 +48,7 @@ public struct PTPCameraVendor: CameraVendor {
         case .nikon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .canon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .generic: return [.liveView, .afAreas, .touchAF, .events, .files]
-        case .fuji: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter]
+        case .fuji: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .sonyPTP: return [.liveView, .afAreas, .events, .shutter, .transfer]
         }
     }
