@@ -66,6 +66,11 @@ import Testing
         try await Task.sleep(for: .seconds(5))  // more keep-alives: nothing fetched twice
         #expect(gateway.captures(camera: "cam0").count == 4, "\(gateway.captures(camera: "cam0").map(\.cameraName))")
 
+        // The card as getstate reports it: in, writable, shots left falling with each shot.
+        let storage = (cam.driver as? any StorageReporting)?.storage
+        #expect(storage?.mounted == true && storage?.writeProtected == false && storage?.full == false
+                && storage?.remainingShots == 999 - 3, "\(String(describing: storage))")
+
         // While the body records a movie the card is written all along: never a mode switch then.
         let switches = emu.requests(mode: "camcmd").count
         emu.recordMovieOnBody(true)

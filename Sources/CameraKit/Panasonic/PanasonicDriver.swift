@@ -7,7 +7,7 @@ import NIOPosix
 /// access-control handshake, `camcmd&value=recmode`, UDP live view (`startstream`) on a socket bound
 /// before the request, a `getstate` keep-alive so the camera does not end the stream, a stall
 /// watchdog, and reconnect with back-off.
-public final class PanasonicDriver: CameraDriver, Sendable {
+public final class PanasonicDriver: CameraDriver, StorageReporting, Sendable {
     public let vendor = "panasonic"
     public let stats = DriverStats()
     public let camcgi: PanasonicCamCGI
@@ -26,6 +26,8 @@ public final class PanasonicDriver: CameraDriver, Sendable {
     /// The running fetch of shots taken on the body (beside the session loop, which keeps the
     /// camera's session alive meanwhile).
     let bodyShotPass = Mutex<Task<Void, Never>?>(nil)
+    /// The card as the latest keep-alive's `getstate` described it.
+    private let lastStorage = Mutex<CameraStorage?>(nil)
 
     /// No frame for this long: re-issue `startstream`; for twice as long: reconnect.
     public let stallTimeout: Duration = .seconds(2)
@@ -110,6 +112,7 @@ public final class PanasonicDriver: CameraDriver, Sendable {
                     do {
                         let r = try await camcgi.call(mode: "getstate", timeout: .seconds(2))
                         keepAliveFailures = 0
+                        lastStorage.withLock { $0 = Self.storage(r.elements) }
                         let cardInUse = playMode.isOpen
                         if cardInUse && r.elements["cammode"] == "rec" { playMode.cameraLeftPlay() }
                         // Never while the body records a movie (a mode switch then can lock it up).
@@ -180,6 +183,26 @@ public final class PanasonicDriver: CameraDriver, Sendable {
             logger.warning("panasonic: UDP port \(endpoint.liveViewPort) unavailable (\(error)); using any free port")
             return try await bootstrap().bind(host: host, port: 0).get()
         }
+    }
+
+    /// The card as the camera reports it (`getstate`, panasonic.md §3.3): `sd_memory` set/unset,
+    /// `sdcardstatus` write_enable/write_protected, `sd_full` (newer bodies), `sd_access` on while
+    /// writing, `remaincapacity` shots; nil when the reply says none of these.
+    public var storage: CameraStorage? { lastStorage.withLock { $0 } }
+
+    static func storage(_ e: [String: String]) -> CameraStorage? {
+        guard e["sd_memory"] != nil || e["sdcardstatus"] != nil || e["remaincapacity"] != nil else { return nil }
+        var s = CameraStorage()
+        s.mounted = e["sd_memory"].map { $0 == "set" }
+        s.writeProtected = e["sdcardstatus"].map { $0 == "write_protected" }
+        s.writing = e["sd_access"].map { $0 == "on" }
+        s.remainingShots = e["remaincapacity"].flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        if let full = e["sd_full"] {
+            s.full = full == "on" || full == "full" || full == "1"
+        } else if s.mounted == true, let left = s.remainingShots {
+            s.full = left == 0
+        }
+        return s
     }
 
     static func isIPv4Literal(_ s: String) -> Bool {
