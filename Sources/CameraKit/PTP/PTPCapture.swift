@@ -12,7 +12,9 @@ extension PTPDriver: StillCapturing {
             if let nikon = session as? NikonPTPSession { return [try await nikon.captureIntoSDRAM()] }
             if let canon = session as? CanonPTPSession { return try await canon.releaseToCard(autofocus: autofocus) }
             if let fuji = session as? FujiPTPSession { return try await fuji.captureToCard() }
-            if let sony = session as? SonyPTPSession { return try await sony.captureToPC(autofocus: autofocus) }
+            if let sony = session as? SonyPTPSession {
+                return try await sony.captureToPC(autofocus: autofocus, bodySink: imageSink.withLock { $0 })
+            }
         } catch let e as PTPTransportError {
             throw CameraControlError.unavailable("\(e)")
         }
@@ -173,61 +175,86 @@ extension SonyPTPSession {
     }
 
     /// The PC-remote release (ptp.md §8.4): S1 down (held up to 1 s for FocusFound when asked to
-    /// focus), S2 down, S2 up, S1 up; then up to 35 s until ObjectInMemory says a shot waits, and
-    /// every waiting shot read from 0xFFFFC001 (a RAW+JPEG shot is two). The handle is read only
-    /// once ObjectInMemory says something is there (reading it empty can crash the firmware).
-    func captureToPC(autofocus: Bool) async throws -> [CameraImage] {
+    /// focus), S2 down, S2 up, S1 up — released whatever fails in between; then up to 35 s until
+    /// ObjectInMemory says a shot waits, and every waiting shot read from 0xFFFFC001 (a RAW+JPEG
+    /// shot is two). Shots already waiting before the release were taken on the body: they go to
+    /// `bodySink` first. The handle is read only while ObjectInMemory says something is there
+    /// (reading it empty can crash the firmware), and one reader at a time (`shotLock`).
+    func captureToPC(autofocus: Bool, bodySink: CameraImageSink?) async throws -> [CameraImage] {
         capturing.withLock { $0 += 1 }
         defer { capturing.withLock { $0 -= 1 } }
+        if let bodySink { await takeWaitingShots(to: bodySink, yieldingToCaptures: false) }
         let press = try await control(Self.halfPress, 2)
         guard press.ok else {
             throw CameraControlError.refused("the camera refused the half press (\(Self.cameraError(press.code, op: 0x9207)))")
         }
-        if autofocus {
-            let by = ContinuousClock.now + .seconds(1)
-            while ContinuousClock.now < by {
-                if let f = try await allDescs()[Self.focusFound]?.current, f == 2 || f == 3 { break }
-                try await Task.sleep(for: .milliseconds(100))
+        let full: PTPResult
+        do {
+            if autofocus {
+                let by = ContinuousClock.now + .seconds(1)
+                while ContinuousClock.now < by {
+                    if let f = try await allDescs()[Self.focusFound]?.current, f == 2 || f == 3 { break }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
             }
+            full = try await control(Self.fullPress, 2)
+        } catch {
+            _ = try? await control(Self.fullPress, 1)
+            _ = try? await control(Self.halfPress, 1)
+            throw error
         }
-        let full = try await control(Self.fullPress, 2)
         _ = try? await control(Self.fullPress, 1)
         _ = try? await control(Self.halfPress, 1)
         guard full.ok else {
             throw CameraControlError.refused("the camera refused the release (\(Self.cameraError(full.code, op: 0x9207)))")
         }
         let by = ContinuousClock.now + .seconds(35)
-        var waiting = 0
-        while waiting == 0 {
+        while try await shotsWaiting() == 0 {
             guard ContinuousClock.now < by else {
                 throw CameraControlError.camera(code: 0, message: "the camera handed over no picture within 35 s of the release")
             }
             try await Task.sleep(for: .milliseconds(150))
-            waiting = try await shotsWaiting()
         }
-        var images: [CameraImage] = []
-        while waiting > 0 && images.count < 8 {
-            images.append(try await retrying { try await self.fetchImage(Self.shotHandle, fallbackName: "DSC.JPG", fromBody: false) })
-            waiting = try await shotsWaiting()
+        return try await shotLock.withLock {
+            var images: [CameraImage] = []
+            while images.count < 8, try await shotsWaiting() > 0 {
+                images.append(try await retrying { try await self.fetchWaitingShot(fromBody: false) })
+            }
+            return images
         }
-        return images
     }
 
-    /// Shots taken with the body's button while in PC remote: each waiting one is fetched and
-    /// handed to `sink`; one that cannot be read after retries is reported lost (the camera keeps
-    /// no copy for the PC).
+    /// The shot at 0xFFFFC001, read only when ObjectInMemory says one waits (also on a retry: a
+    /// shot whose GetObject went through is gone).
+    func fetchWaitingShot(fromBody: Bool) async throws -> CameraImage {
+        guard try await shotsWaiting() > 0 else {
+            throw CameraControlError.camera(code: 0, message: "no shot waits at 0xFFFFC001 any more")
+        }
+        return try await fetchImage(Self.shotHandle, fallbackName: "DSC.JPG", fromBody: fromBody)
+    }
+
+    /// Shots with the body's button while in PC remote (the camera keeps no copy for the PC): each
+    /// waiting one fetched and handed on, one that cannot be read after retries reported lost.
     func transferWaitingShots(to sink: CameraImageSink) async {
-        guard var waiting = try? await shotsWaiting(), waiting > 0 else { return }
-        var fetched = 0
-        while waiting > 0 && fetched < 8 {
-            do {
-                await sink(.image(try await retrying { try await self.fetchImage(Self.shotHandle, fallbackName: "DSC.JPG", fromBody: true) }))
-            } catch {
-                await sink(.lost(name: "the shot waiting at 0xFFFFC001", reason: "\(error)"))
-                return
+        await takeWaitingShots(to: sink, yieldingToCaptures: true)
+    }
+
+    /// Every waiting shot (at most 8) to `sink` as a body shot; when `yieldingToCaptures`, stops
+    /// as soon as a capture of ours begins (what comes next is its shot).
+    private func takeWaitingShots(to sink: CameraImageSink, yieldingToCaptures: Bool) async {
+        await shotLock.withLock {
+            var fetched = 0
+            while fetched < 8 {
+                if yieldingToCaptures && isCapturing { return }
+                guard let waiting = try? await shotsWaiting(), waiting > 0 else { return }
+                do {
+                    await sink(.image(try await retrying { try await self.fetchWaitingShot(fromBody: true) }))
+                } catch {
+                    await sink(.lost(name: "the shot waiting at 0xFFFFC001", reason: "\(error)"))
+                    return
+                }
+                fetched += 1
             }
-            fetched += 1
-            waiting = (try? await shotsWaiting()) ?? 0
         }
     }
 }

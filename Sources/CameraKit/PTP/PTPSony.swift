@@ -13,6 +13,8 @@ final class SonyPTPSession: PTPVendorBase, PTPVendorSession {
     /// Captures of ours in progress, and when ObjectInMemory was last read for body shots (`PTPCapture.swift`).
     let capturing = Mutex(0)
     let bodyShots = PTPOncePer(.seconds(1))
+    /// One reader of 0xFFFFC001 at a time (a capture's own shots and the body-shot poll).
+    let shotLock = AsyncMutex()
     let vendor = PTPVendor.sony
     let pushed = false
     private let parser = Mutex(SonyPTPParser(transfer: .raw))
