@@ -88,6 +88,10 @@ public final class SonyEmulator: CameraEmulator, Sendable {
     public func cardFile(_ name: String) -> [UInt8]? { state.cardFile(name) }
     /// Every picture on the card, sorted.
     public var cardNames: [String] { state.cardNames }
+    /// True while the camera is in its "Contents Transfer" function (card served, no live view).
+    public var inContentsTransfer: Bool { state.inContentsTransfer }
+    /// The card's thumbnail of a picture (what `/contentstransfer/thumb/…` serves).
+    public func thumbnail(_ name: String) -> [UInt8]? { SonyEmulatorHandler.thumbnail(name) }
     /// Postview GETs served.
     public var postviewsServed: Int { state.postviewsServed }
     /// Long exposures: actTakePicture answers 40403, awaitTakePicture the picture.

@@ -1,4 +1,5 @@
 import CameraWire
+import JPEGKit
 import LiveViewCore
 import NIOCore
 import NIOHTTP1
@@ -62,6 +63,18 @@ final class SonyEmulatorHandler: ChannelInboundHandler {
                 return
             }
             respond(context: context, status: .ok, contentType: "image/jpeg", body: bytes, keepAlive: head.isKeepAlive)
+        case (let method, _) where (method == .GET || method == .HEAD) && path.hasPrefix("/contentstransfer/"):
+            // The card, in Contents Transfer only: originals and 160×120 thumbnails by content id.
+            let parts = path.split(separator: "/")
+            guard emulator.state.inContentsTransfer, parts.count == 3,
+                  let name = emulator.state.cardName(contentID: String(parts[2])),
+                  let bytes = parts[1] == "orgjpeg" ? emulator.state.cardFile(name)
+                      : parts[1] == "thumb" ? SonyEmulatorHandler.thumbnail(name) : nil else {
+                respond(context: context, status: .notFound, contentType: "text/plain", body: Array("not found\n".utf8), keepAlive: head.isKeepAlive)
+                return
+            }
+            respond(context: context, status: .ok, contentType: "image/jpeg", body: head.method == .HEAD ? [] : bytes,
+                    keepAlive: head.isKeepAlive, length: bytes.count)
         case (.GET, "/liveview/liveviewstream"):
             guard emulator.state.settings.liveview else {
                 respond(context: context, status: .notFound, contentType: "text/plain", body: Array("liveview not started\n".utf8), keepAlive: false)
@@ -73,10 +86,19 @@ final class SonyEmulatorHandler: ChannelInboundHandler {
         }
     }
 
-    private func respond(context: ChannelHandlerContext, status: HTTPResponseStatus, contentType: String, body: [UInt8], keepAlive: Bool) {
+    /// The card's thumbnail of a picture: the test pattern at 160×120 showing its number.
+    static func thumbnail(_ name: String) -> [UInt8]? {
+        guard let n = Int(name.dropFirst(3).prefix(5)), let pattern = try? TestPattern(width: 160, height: 120) else { return nil }
+        let f = Frame(copying: [UInt8]())
+        guard (try? pattern.render(frameNumber: n, into: f)) != nil else { return nil }
+        return Array(f.bytes)
+    }
+
+    private func respond(context: ChannelHandlerContext, status: HTTPResponseStatus, contentType: String, body: [UInt8], keepAlive: Bool,
+                         length: Int? = nil) {
         var h = HTTPHeaders()
         h.add(name: "Content-Type", value: contentType)
-        h.add(name: "Content-Length", value: String(body.count))
+        h.add(name: "Content-Length", value: String(length ?? body.count))
         if !keepAlive { h.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: h))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)

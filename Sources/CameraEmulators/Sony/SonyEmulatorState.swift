@@ -30,7 +30,14 @@ final class SonyEmulatorState: Sendable {
         var bodyShots: [String] = []
         /// The shutter button is held half-way (focus locked).
         var halfPressed = false
+        /// "Remote Shooting" or "Contents Transfer" (sony.md §8.3); a switch asked for takes
+        /// `functionSwitchNanos` to happen.
+        var function = "Remote Shooting"
+        var functionTarget: (name: String, at: UInt64)? = nil
     }
+
+    static let functions = ["Remote Shooting", "Contents Transfer"]
+    static let functionSwitchNanos: UInt64 = 300_000_000
 
     static let whiteBalanceModes = [
         "Auto WB", "Daylight", "Shade", "Cloudy", "Incandescent", "Fluorescent: Warm White (-1)",
@@ -58,6 +65,7 @@ final class SonyEmulatorState: Sendable {
         "getAvailableFocusMode", "getFocusMode", "setFocusMode",
         "setTouchAFPosition", "cancelTouchAFPosition", "getTouchAFPosition",
         "actTakePicture", "awaitTakePicture", "actHalfPressShutter", "cancelHalfPressShutter",
+        "getCameraFunction", "setCameraFunction", "getSupportedCameraFunction", "getAvailableCameraFunction",
     ]
 
     private let lock = Mutex(Settings())
@@ -134,7 +142,9 @@ final class SonyEmulatorState: Sendable {
         let id = obj["id"]
         let paramsText = (try? JSONSerialization.data(withJSONObject: params)).flatMap { String(data: $0, encoding: .utf8) } ?? "[]"
         log.withLock { $0.append((method, paramsText)) }
-        let reply = dispatch(method, params, liveviewURL: liveviewURL, source: source)
+        let version = obj["version"] as? String ?? "1.0"
+        let reply = contentsTransfer(method, params, version: version, base: baseURL(liveviewURL))
+            ?? dispatch(method, params, liveviewURL: liveviewURL, source: source)
         return encode(id: id, reply)
     }
 
@@ -150,6 +160,86 @@ final class SonyEmulatorState: Sendable {
         case .error(let c, let m): out["error"] = [c, m]
         }
         return Array((try? JSONSerialization.data(withJSONObject: out)) ?? Data("{}".utf8))
+    }
+
+    /// The camera's function now (a switch asked for has happened once its time is up; entering
+    /// Contents Transfer ends the live view).
+    private func currentFunction(_ s: inout Settings) -> String {
+        if let t = s.functionTarget, MonotonicClock.nanos() >= t.at {
+            s.function = t.name
+            s.functionTarget = nil
+            if t.name == "Contents Transfer" {
+                s.liveview = false
+                s.recMode = false
+                closeStreams()
+            }
+        }
+        return s.function
+    }
+
+    /// The content id of a card picture (`DSC00005.JPG` → 0000000005), and back.
+    static func contentID(_ name: String) -> String? {
+        Int(name.dropFirst(3).prefix(5)).map { String(format: "%010d", $0) }
+    }
+
+    func cardName(contentID id: String) -> String? {
+        guard let n = Int(id) else { return nil }
+        let name = String(format: "DSC%05d.JPG", n)
+        return cardFile(name) == nil ? nil : name
+    }
+
+    /// True while the camera is in Contents Transfer (its card is served).
+    var inContentsTransfer: Bool { lock.withLock { currentFunction(&$0) == "Contents Transfer" } }
+
+    /// Camera-function and avContent methods (sony.md §8.3); nil for every other method. Outside
+    /// Contents Transfer avContent answers "Not Available Now"; in it, shooting methods do.
+    private func contentsTransfer(_ method: String, _ p: [Any], version: String, base: String) -> Reply? {
+        lock.withLock { s -> Reply? in
+            let function = currentFunction(&s)
+            switch method {
+            case "getSupportedCameraFunction": return .result([Self.functions])
+            case "getAvailableCameraFunction": return .result([function, Self.functions])
+            case "getCameraFunction": return .result([function])
+            case "setCameraFunction":
+                guard let wanted = p.first as? String, Self.functions.contains(wanted) else { return .error(3, "Illegal Argument") }
+                if wanted != function { s.functionTarget = (wanted, MonotonicClock.nanos() + Self.functionSwitchNanos) }
+                if wanted == "Contents Transfer" { s.liveview = false }
+                return .result([0])
+            case "getSchemeList", "getSourceList", "getContentCount", "getContentList":
+                guard function == "Contents Transfer" else { return .error(1, "Not Available Now") }
+            case "startLiveview", "startLiveviewWithSize", "actTakePicture", "startRecMode", "actHalfPressShutter":
+                return function == "Contents Transfer" ? .error(1, "Not Available Now") : nil
+            default:
+                return nil
+            }
+            let names = card.withLock { $0.keys.sorted() }
+            switch method {
+            case "getSchemeList": return .result([[["scheme": "storage"]]])
+            case "getSourceList": return .result([[["source": "storage:memoryCard1"]]])
+            case "getContentCount":
+                guard version == "1.2" else { return .error(14, "Unsupported Version") }
+                return .result([["count": names.count]])
+            default:
+                guard version == "1.3" else { return .error(14, "Unsupported Version") }
+                guard let q = p.first as? [String: Any], let start = (q["stIdx"] as? NSNumber)?.intValue,
+                      let count = (q["cnt"] as? NSNumber)?.intValue, start >= 0, (1...100).contains(count) else {
+                    return .error(3, "Illegal Argument")
+                }
+                let page = names.dropFirst(start).prefix(count).compactMap { name -> [String: Any]? in
+                    guard let id = Self.contentID(name) else { return nil }
+                    return [
+                        "uri": "image:content?contentId=\(id)", "title": "", "contentKind": "still",
+                        "createdTime": "2026-11-27T10:00:00+09:00", "folderNo": "100", "fileNo": String(name.dropFirst(4).prefix(4)),
+                        "isPlayable": "false", "isBrowsable": "false", "isProtected": "false", "remotePlayType": NSNull(),
+                        "content": [
+                            "original": [["fileName": name, "stillObject": "jpeg", "url": "\(base)/contentstransfer/orgjpeg/\(id)"]],
+                            "smallUrl": "", "largeUrl": "", "thumbnailUrl": "\(base)/contentstransfer/thumb/\(id)",
+                        ] as [String: Any],
+                    ]
+                }
+                return .result([page])
+            }
+        }
     }
 
     private func dispatch(_ method: String, _ p: [Any], liveviewURL: String, source: any EmulatorFrameSource) -> Reply {

@@ -43,7 +43,7 @@ struct PanasonicCardItem: Sendable, Hashable {
     var files: [(path: String, resource: Resource)] {
         resources.filter(\.isOriginal).compactMap { r in
             let name = r.originalName ?? r.urlName
-            guard PanasonicCard.isPlainName(name) else { return nil }
+            guard CameraFile.isPlainName(name) else { return nil }
             return (folder.map { "/\($0)/\(name)" } ?? "/\(name)", r)
         }
     }
@@ -191,13 +191,6 @@ enum PanasonicCard {
             if let d = f.date(from: s) { return d }
         }
         return nil
-    }
-
-    /// A file name the gateway can use: no separators, no dot-only names, no control characters.
-    static func isPlainName(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 255 && name != "." && name != ".." && !name.contains("/") && !name.contains("\\")
-            && !name.contains("\"")
-            && !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
     }
 
     /// `X-FILE_SIZE` of a download, nil when absent or one of the "unknown" values.

@@ -20,7 +20,7 @@ public final class PanasonicDriver: CameraDriver, StorageReporting, Sendable {
     private let offeredBox = Mutex<PanasonicVocabulary.Offered?>(nil)
     private let boundPort = Mutex<Int?>(nil)
     /// Play mode lent to card work (listing, downloads, fetching shots).
-    let playMode = PanasonicPlayMode()
+    let playMode = CardModeLease()
     /// The card as last listed, and the sink for shots taken on the body.
     let card = PanasonicCardState()
     /// The running fetch of shots taken on the body (beside the session loop, which keeps the

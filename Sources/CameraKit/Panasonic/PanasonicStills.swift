@@ -69,6 +69,9 @@ final class PanasonicCardState: Sendable {
         }
     }
 
+    /// A shot was taken: the next request lists the card again.
+    func invalidateListing() { state.withLock { $0.listedAt = nil } }
+
     func takePendingBodyShot() -> Bool {
         state.withLock { s in
             defer { s.pendingBodyShot = false }
@@ -93,7 +96,7 @@ extension PanasonicDriver {
 
     /// `camcmd&value=playmode`, retried while the camera is busy (it may still be writing a shot).
     func enterPlayMode() async throws {
-        guard !playMode.inPlay else { return }
+        guard !playMode.inCardMode else { return }
         // Marked first: the session loop must not take the camera back to record mode meanwhile.
         playMode.entered()
         do {
@@ -407,9 +410,10 @@ extension PanasonicDriver: StillCapturing {
     /// view come back right after.
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        defer { card.invalidateListing() }
         return try await playMode.run(linger: .zero) {
             var before = card.total
-            if before == nil || playMode.inPlay {
+            if before == nil || playMode.inCardMode {
                 try await enterPlayMode()
                 if before == nil {
                     before = try await browse(start: 0, count: 1).total
@@ -419,7 +423,7 @@ extension PanasonicDriver: StillCapturing {
                     before = card.total
                 }
             }
-            if playMode.inPlay { try await enterRecordMode() }
+            if playMode.inCardMode { try await enterRecordMode() }
             if autofocus { _ = try? await camcgi.call(mode: "camcmd", value: "oneshot_af", timeout: .seconds(5)) }
             do {
                 try await camcgi.call(mode: "camcmd", value: "capture", timeout: .seconds(30))

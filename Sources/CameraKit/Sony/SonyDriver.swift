@@ -13,12 +13,15 @@ public final class SonyDriver: CameraDriver, Sendable {
     public let stats = DriverStats()
     public let rpc: SonyRPC
     private let group: any EventLoopGroup
-    private let logger: Logger
+    let logger: Logger
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 256 * 1024)
     private let lifecycle: DriverLifecycle
     private let channelBox = Mutex<(any Channel)?>(nil)
     let stills = SonyStills()
+    /// Contents Transfer lent to card work, and the card as last listed (`SonyCard.swift`).
+    let cardMode = CardModeLease()
+    let cardCache = SonyCardCache()
 
     /// `endpoint` is the JSON-RPC camera service, e.g. `http://192.168.122.1:8080/sony/camera`.
     public init(endpoint: HTTPURL, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
@@ -40,6 +43,11 @@ public final class SonyDriver: CameraDriver, Sendable {
     public func stop() async {
         channelBox.withLock { $0 }?.close(promise: nil)
         await lifecycle.stop()
+        if cardMode.inCardMode {
+            // Stopped while showing the card: the camera is left shooting, as it was found.
+            _ = try? await rpc.call("setCameraFunction", [Self.remoteShooting], timeout: .seconds(2))
+            cardMode.left()
+        }
         _ = try? await rpc.call("stopLiveview", timeout: .seconds(2))
     }
 
@@ -48,6 +56,18 @@ public final class SonyDriver: CameraDriver, Sendable {
         var apis: [String] = []
         if let list = try? await rpc.call("getAvailableApiList", timeout: .seconds(3)), let names = list.first as? [String] {
             apis = names
+        }
+        // Card work holds Contents Transfer (this session began while it ran): the live view waits
+        // until it is over and the camera shoots again.
+        while cardMode.isOpen && !Task.isCancelled {
+            if cardMode.shouldClose {
+                await cardMode.serial.withLock { if cardMode.shouldClose { await leaveContentsTransfer() } }
+            }
+            try await lifecycle.tick(.milliseconds(200))
+        }
+        // A camera left in Contents Transfer (by another client, or livegate stopped) shoots again.
+        if (try? await rpc.call("getCameraFunction", timeout: .seconds(3)))?.first as? String == Self.contentsTransfer {
+            try? await switchFunction(to: Self.remoteShooting)
         }
         if apis.contains("startRecMode") {
             _ = try? await rpc.call("startRecMode", timeout: .seconds(5))
@@ -96,16 +116,33 @@ public final class SonyDriver: CameraDriver, Sendable {
         // Watchdog: poll getEvent and watch for a stalled stream; either ends the session.
         await withTaskCancellationHandler {
             var tick = 0
-            while channel.isActive && !Task.isCancelled {
+            // The live view ends while the card is in use (Contents Transfer): the session stays.
+            while (channel.isActive || cardMode.isOpen) && !Task.isCancelled {
                 try? await lifecycle.tick(.milliseconds(500))
                 tick += 1
-                if tick % 4 == 0, !(await liveviewStillOn()) {
+                if cardMode.isOpen {
+                    lifecycle.resetStallClock()
+                    if cardMode.shouldClose {
+                        await cardMode.serial.withLock {
+                            if cardMode.shouldClose { await leaveContentsTransfer() }
+                        }
+                        // The live view stopped with the function switch: a new session starts it
+                        // (unless more card work came meanwhile).
+                        if !cardMode.isOpen {
+                            logger.info("sony \(rpc.endpoint): card work done; starting the live view again")
+                            channel.close(promise: nil)
+                            break
+                        }
+                    }
+                    continue
+                }
+                if tick % 4 == 0, !(await liveviewStillOn()), !cardMode.isOpen {
                     logger.warning("sony camera reports liveview stopped; restarting it")
                     channel.close(promise: nil)
                     break
                 }
                 let idle = lifecycle.idleNanos
-                if idle > 2_000_000_000 {
+                if idle > 2_000_000_000, !cardMode.isOpen {
                     logger.warning("sony liveview stalled for \(idle / 1_000_000) ms; reconnecting")
                     channel.close(promise: nil)
                     break

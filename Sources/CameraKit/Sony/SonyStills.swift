@@ -118,6 +118,17 @@ final class SonyStills: Sendable {
 extension SonyDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        if cardMode.isOpen {
+            // The card is being shown (Contents Transfer): after the card work in progress, the
+            // camera shoots again, then takes the picture.
+            await cardMode.serial.withLock {
+                if cardMode.inCardMode {
+                    await leaveContentsTransfer()
+                    _ = try? await rpc.call("startRecMode", timeout: .seconds(5))
+                }
+            }
+        }
+        defer { cardCache.invalidate() }
         return try await stills.capture(rpc: rpc, client: stillClient, autofocus: autofocus)
     }
 

@@ -19,6 +19,13 @@ public struct CameraFile: Sendable, Hashable {
     }
 
     public var name: String { path.split(separator: "/").last.map(String.init) ?? path }
+
+    /// A file name a camera listing may give and the gateway can use as one path component: no
+    /// separators or quotes, no dot-only names, no control characters.
+    static func isPlainName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 255 && name != "." && name != ".." && !name.contains("/") && !name.contains("\\")
+            && !name.contains("\"") && !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+    }
     public var folder: String {
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return "/" }
         return String(path[..<slash])

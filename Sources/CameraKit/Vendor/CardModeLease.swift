@@ -1,25 +1,26 @@
 import LiveViewCore
 
-/// A LUMIX body shows its card only in play mode (`camcmd&value=playmode`), and play mode ends the
-/// live view (panasonic.md §5). The gate lets card work (listing, downloads, fetching a shot) borrow
-/// play mode while the session loop keeps the camera connected: the loop neither re-enters record
-/// mode nor counts the missing frames as a stall while the gate is open, and it closes the gate —
-/// `recmode`, `startstream` — once no card work has run for the linger.
-final class PanasonicPlayMode: Sendable {
+/// Cameras that show their card only in a mode that ends the live view — a LUMIX body's play mode
+/// (panasonic.md §5), a Sony's "Contents Transfer" function (sony.md §8.3) — lend that mode to card
+/// work (listing, downloads, fetching a shot) while the driver's session loop keeps the camera
+/// connected: the loop neither goes back to shooting nor counts the missing frames as a stall while
+/// the lease is open, and it ends the lease — back to shooting, live view again — once no card work
+/// has run for the linger.
+final class CardModeLease: Sendable {
     /// One card operation at a time, and never a mode switch in the middle of one.
     let serial = AsyncMutex()
 
     private struct State {
-        var inPlay = false
+        var inCardMode = false
         var users = 0
         var lastUse = ContinuousClock.now
         var linger: Duration = .zero
     }
     private let state = Mutex(State())
 
-    /// True while the camera is (or is being put) in play mode for card work, or card work waits
+    /// True while the camera is (or is being put) in its card mode for card work, or card work waits
     /// for its turn.
-    var isOpen: Bool { state.withLock { $0.inPlay || $0.users > 0 } }
+    var isOpen: Bool { state.withLock { $0.inCardMode || $0.users > 0 } }
 
     /// Card work is coming (counted before it waits for `serial`, so the session loop never queues
     /// behind it).
@@ -27,17 +28,17 @@ final class PanasonicPlayMode: Sendable {
         state.withLock { $0.users += 1 }
     }
 
-    /// The camera says it is in record mode while play mode lingers for nobody (a half press on
-    /// the body, a body drifting back): play mode is over.
+    /// The camera says it is shooting again while the card mode lingers for nobody (a half press
+    /// on the body, a body drifting back): the card mode is over.
     func cameraLeftPlay() {
-        state.withLock { if $0.users == 0 { $0.inPlay = false } }
+        state.withLock { if $0.users == 0 { $0.inCardMode = false } }
     }
 
-    func entered() { state.withLock { $0.inPlay = true } }
-    func left() { state.withLock { $0.inPlay = false } }
-    var inPlay: Bool { state.withLock { $0.inPlay } }
+    func entered() { state.withLock { $0.inCardMode = true } }
+    func left() { state.withLock { $0.inCardMode = false } }
+    var inCardMode: Bool { state.withLock { $0.inCardMode } }
 
-    /// Runs `body` as card work: counted from now, then one at a time; record mode may come back
+    /// Runs `body` as card work: counted from now, then one at a time; shooting may come back
     /// `linger` after it ends.
     func run<T: Sendable>(linger: Duration, _ body: () async throws -> T) async throws -> T {
         began()
@@ -45,7 +46,7 @@ final class PanasonicPlayMode: Sendable {
         return try await serial.withLock { try await body() }
     }
 
-    /// The card work ended; record mode may come back `linger` from now.
+    /// The card work ended; shooting may come back `linger` from now.
     func ended(linger: Duration) {
         state.withLock {
             $0.users -= 1
@@ -54,8 +55,8 @@ final class PanasonicPlayMode: Sendable {
         }
     }
 
-    /// True when the camera sits in play mode that nobody has used for the linger.
+    /// True when the camera sits in its card mode that nobody has used for the linger.
     var shouldClose: Bool {
-        state.withLock { $0.inPlay && $0.users == 0 && ContinuousClock.now - $0.lastUse >= $0.linger }
+        state.withLock { $0.inCardMode && $0.users == 0 && ContinuousClock.now - $0.lastUse >= $0.linger }
     }
 }

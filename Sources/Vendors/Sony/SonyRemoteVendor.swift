@@ -9,7 +9,7 @@ public struct SonyRemoteVendor: CameraVendor {
     public var summary: String { "Sony Camera Remote API" }
     public var schemes: [String] { ["sony"] }
     public var urlSyntax: String { "sony://HOST[:PORT] (JSON-RPC at http://HOST:PORT/sony/camera, default port 8080)" }
-    public var capabilities: CameraCapabilities { [.liveView, .afAreas, .touchAF, .shutter, .transfer, .events] }
+    public var capabilities: CameraCapabilities { [.liveView, .afAreas, .touchAF, .shutter, .transfer, .events, .files] }
     public var properties: [PropertyName] { PropertyName.allCases }
     public var wireFormats: [WireFormat] { [.sonyRemote] }
     public var ssdp: SSDPMatcher? { .sony }
