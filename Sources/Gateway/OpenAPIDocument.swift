@@ -1526,7 +1526,9 @@ components:
           type: string
         size:
           type: integer
-          description: Bytes.
+          description: Bytes; 0 when the camera's listing gives no size (older LUMIX bodies, Sony's Contents
+            Transfer) — a download then asks the camera first and, when it still does not say, sends the
+            whole file without Content-Length or ranges.
         kind:
           $ref: '#/components/schemas/CardFileKind'
         date:
