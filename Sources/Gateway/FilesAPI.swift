@@ -48,10 +48,9 @@ extension ControlAPI {
                 headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(file.size)"
             } else {
                 status = .ok
-                wanted = 0...max(0, file.size - 1)
+                wanted = 0...(file.size - 1)
             }
-            let length = file.size == 0 ? 0 : wanted.count
-            let body = ResponseBody(contentLength: length) { writer in
+            let body = ResponseBody(contentLength: wanted.count) { writer in
                 var offset = 0
                 try await card.download(file) { buf in
                     // The camera sends the whole file: pass on only the wanted bytes.

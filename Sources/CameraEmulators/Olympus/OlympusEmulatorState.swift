@@ -121,10 +121,8 @@ struct OlympusEmulatorState: Sendable {
 
     /// The 160×120 preview of a card file: the test pattern showing the file's number.
     func thumbnail(_ name: String) -> [UInt8]? {
-        guard let i = card.firstIndex(where: { $0.name == name }), let pattern = try? TestPattern(width: 160, height: 120) else { return nil }
-        let f = Frame(copying: [UInt8]())
-        guard (try? pattern.render(frameNumber: i + 1, into: f)) != nil else { return nil }
-        return Array(f.bytes)
+        guard let i = card.firstIndex(where: { $0.name == name }) else { return nil }
+        return EmulatedThumbnail.jpeg(showing: i + 1)
     }
 
     /// Writes a shot to the card under the next DCF name (`P` + month in hex + day + number).

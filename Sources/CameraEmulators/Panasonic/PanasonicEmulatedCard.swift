@@ -1,5 +1,4 @@
 import Foundation
-import JPEGKit
 import LiveViewCore
 
 /// The emulated body's card (panasonic.md §5): shots in DCF folder 100, each a ContentDirectory
@@ -50,11 +49,7 @@ final class PanasonicEmulatedCard: Sendable {
     func add(jpeg: [UInt8], now: UInt64 = MonotonicClock.nanos()) -> String {
         state.withLock { s in
             let n = s.items.count + 1
-            let thumb = (try? TestPattern(width: 160, height: 120)).flatMap { p -> [UInt8]? in
-                let f = Frame(copying: [UInt8]())
-                guard (try? p.render(frameNumber: n, into: f)) != nil else { return nil }
-                return Array(f.bytes)
-            } ?? []
+            let thumb = EmulatedThumbnail.jpeg(showing: n) ?? []
             let raw: [UInt8]? = s.options.rawPlusJPEG ? Array("IIU\u{0}RW2 emulated raw \(n)".utf8) + [UInt8](repeating: UInt8(n & 0xFF), count: 4096) : nil
             let item = Item(number: n, jpeg: jpeg, raw: raw, thumbnail: thumb, date: Date(),
                             writtenAtNanos: now + UInt64(max(0, s.options.writeSeconds) * 1e9))

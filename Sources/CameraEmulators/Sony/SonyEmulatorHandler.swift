@@ -1,5 +1,4 @@
 import CameraWire
-import JPEGKit
 import LiveViewCore
 import NIOCore
 import NIOHTTP1
@@ -88,10 +87,7 @@ final class SonyEmulatorHandler: ChannelInboundHandler {
 
     /// The card's thumbnail of a picture: the test pattern at 160×120 showing its number.
     static func thumbnail(_ name: String) -> [UInt8]? {
-        guard let n = Int(name.dropFirst(3).prefix(5)), let pattern = try? TestPattern(width: 160, height: 120) else { return nil }
-        let f = Frame(copying: [UInt8]())
-        guard (try? pattern.render(frameNumber: n, into: f)) != nil else { return nil }
-        return Array(f.bytes)
+        Int(name.dropFirst(3).prefix(5)).flatMap(EmulatedThumbnail.jpeg(showing:))
     }
 
     private func respond(context: ChannelHandlerContext, status: HTTPResponseStatus, contentType: String, body: [UInt8], keepAlive: Bool,

@@ -26,6 +26,13 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         self.target = target
     }
 
+    /// A URL a camera lists for one of its files, taken on `host` — the camera's own, never another
+    /// host the listing names — with the listed port and path; nil when it is no usable address.
+    static func listed(_ text: String, onHost host: String) -> HTTPURL? {
+        guard let listed = HTTPURL(text), listed.target.hasPrefix("/"), !listed.target.contains("/../") else { return nil }
+        return HTTPURL(host: host, port: listed.port, target: listed.target)
+    }
+
     /// Splits "host", "host:port", "[v6]:port"; nil when the port is not a number in 1...65535.
     public static func splitHostPort(_ s: String, defaultPort: Int) -> (String, Int)? {
         var host = s

@@ -22,15 +22,7 @@ extension OlympusCGI {
     /// Streams a card file (a GET of its path) to `body`.
     func stream(_ path: String, body: (ByteBuffer) async throws -> Void) async throws {
         let url = HTTPURL(host: endpoint.host, port: endpoint.port, target: HTTPURL.encodePath(path))
-        do {
-            try await http.stream(url, headers: [("User-Agent", Self.userAgent)], head: { status, _ in
-                guard status == 200 else { throw CameraControlError.camera(code: status, message: "GET \(path): HTTP \(status)") }
-            }, body: body)
-        } catch let e as CameraControlError {
-            throw e
-        } catch {
-            throw CameraControlError.unavailable("GET \(path): \(error)")
-        }
+        try await http.download(url, what: "GET \(path)", headers: [("User-Agent", Self.userAgent)], body: body)
     }
 }
 

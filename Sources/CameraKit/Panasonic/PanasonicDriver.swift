@@ -100,10 +100,7 @@ public final class PanasonicDriver: CameraDriver, StorageReporting, Sendable {
                 if playMode.isOpen {
                     // Card work holds play mode: no frames are expected.
                     lifecycle.resetStallClock()
-                    if playMode.shouldClose {
-                        await playMode.serial.withLock {
-                            if playMode.shouldClose { await leavePlayMode(streamPort: port) }
-                        }
+                    if await playMode.closeIfIdle({ await leavePlayMode(streamPort: port) }) {
                         lifecycle.resetStallClock()
                     }
                 }

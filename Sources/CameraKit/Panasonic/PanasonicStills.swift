@@ -10,8 +10,6 @@ final class PanasonicCardState: Sendable {
         var thumbnail: PanasonicCardItem.Resource?
     }
     private struct State {
-        var entries: [String: Entry] = [:]
-        var listedAt: ContinuousClock.Instant?
         /// `TotalMatches` of the last Browse: items at this index and beyond are new.
         var total: Int?
         var sink: CameraImageSink?
@@ -20,9 +18,8 @@ final class PanasonicCardState: Sendable {
         var pendingBodyShot = false
     }
     private let state = Mutex(State())
-
-    /// How long a listing serves the requests that follow it (a download right after the list).
-    static let listingLifetime: Duration = .seconds(5)
+    /// The card's files as last listed.
+    let listing = CardListing<Entry>()
 
     var sink: CameraImageSink? { state.withLock { $0.sink } }
     func setSink(_ s: @escaping CameraImageSink) { state.withLock { $0.sink = s } }
@@ -32,9 +29,8 @@ final class PanasonicCardState: Sendable {
     /// A new session: the card may have changed while the camera was away (the item count is
     /// kept: shots taken meanwhile are new).
     func reset() {
+        listing.invalidate()
         state.withLock {
-            $0.entries = [:]
-            $0.listedAt = nil
             $0.remaining = nil
             $0.pendingBodyShot = false
         }
@@ -42,20 +38,11 @@ final class PanasonicCardState: Sendable {
 
     /// A listing. The item count moves only down (files deleted on the body) or from unknown:
     /// items past the known count are shots not handed on yet, which leaving play mode looks for.
-    func store(_ entries: [Entry], total: Int) {
+    func store(_ entries: [Entry], total: Int) -> [String: Entry] {
         state.withLock {
-            $0.entries = Dictionary(entries.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a })
-            $0.listedAt = .now
             if $0.total == nil || total < $0.total! || $0.sink == nil { $0.total = total }
         }
-    }
-
-    /// The entries of a listing younger than `listingLifetime`, else nil.
-    var freshEntries: [String: Entry]? {
-        state.withLock { s in
-            guard let at = s.listedAt, ContinuousClock.now - at < Self.listingLifetime else { return nil }
-            return s.entries
-        }
+        return listing.store(entries, path: \.file.path)
     }
 
     /// A keep-alive's state: true when it tells of a shot on the body (the remaining-shots count
@@ -68,9 +55,6 @@ final class PanasonicCardState: Sendable {
             return s.pendingBodyShot
         }
     }
-
-    /// A shot was taken: the next request lists the card again.
-    func invalidateListing() { state.withLock { $0.listedAt = nil } }
 
     func takePendingBodyShot() -> Bool {
         state.withLock { s in
@@ -215,7 +199,7 @@ extension PanasonicDriver {
 
     /// The card's files; a listing of the last few seconds is reused.
     func cardEntries() async throws -> [String: PanasonicCardState.Entry] {
-        if let fresh = card.freshEntries { return fresh }
+        if let fresh = card.listing.fresh { return fresh }
         return try await withCard {
             let (items, total) = try await browseAll()
             let entries = items.flatMap { item in
@@ -224,33 +208,23 @@ extension PanasonicDriver {
                                              resource: f.resource, thumbnail: item.thumbnail ?? item.preview)
                 }
             }
-            card.store(entries, total: total)
-            return Dictionary(entries.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a })
+            return card.store(entries, total: total)
         }
     }
 
     /// Where a listed resource is fetched: the camera's host (never another), the listed port and path.
     func resourceURL(_ r: PanasonicCardItem.Resource) throws -> HTTPURL {
-        guard let listed = HTTPURL(r.url), listed.target.hasPrefix("/"), !listed.target.contains("/../") else {
+        guard let url = HTTPURL.listed(r.url, onHost: endpoint.host) else {
             throw CameraControlError.camera(code: 0, message: "the card lists an unusable address: \(r.url.prefix(100))")
         }
-        return HTTPURL(host: endpoint.host, port: listed.port, target: listed.target)
+        return url
     }
 
     /// Streams a resource; `head` sees the headers first.
     func fetch(_ r: PanasonicCardItem.Resource, head: ([(String, String)]) throws -> Void = { _ in },
                body: (ByteBuffer) async throws -> Void) async throws {
         let url = try resourceURL(r)
-        do {
-            try await camcgi.http.stream(url, headers: [("Accept", "*/*")], head: { status, headers in
-                guard status == 200 else { throw CameraControlError.camera(code: status, message: "GET \(url.target): HTTP \(status)") }
-                try head(headers)
-            }, body: body)
-        } catch let e as CameraControlError {
-            throw e
-        } catch {
-            throw CameraControlError.unavailable("GET \(url.target): \(error)")
-        }
+        try await camcgi.http.download(url, what: "GET \(url.target)", headers: [("Accept", "*/*")], head: head, body: body)
     }
 
     /// A resource whole, checked against the size the camera gives for it (the listed size only
@@ -410,7 +384,7 @@ extension PanasonicDriver: StillCapturing {
     /// view come back right after.
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
-        defer { card.invalidateListing() }
+        defer { card.listing.invalidate() }
         return try await playMode.run(linger: .zero) {
             var before = card.total
             if before == nil || playMode.inCardMode {

@@ -46,29 +46,6 @@ enum SonyCard {
     }
 }
 
-/// What the driver knows of the card between requests.
-final class SonyCardCache: Sendable {
-    private let state = Mutex<(entries: [String: SonyCardEntry], at: ContinuousClock.Instant?)>(([:], nil))
-    static let lifetime: Duration = .seconds(5)
-
-    var fresh: [String: SonyCardEntry]? {
-        state.withLock { s in
-            guard let at = s.at, ContinuousClock.now - at < Self.lifetime else { return nil }
-            return s.entries
-        }
-    }
-
-    /// A shot was taken: the next request lists the card again.
-    func invalidate() { state.withLock { $0.at = nil } }
-
-    func store(_ entries: [SonyCardEntry]) {
-        state.withLock {
-            $0.entries = Dictionary(entries.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a })
-            $0.at = .now
-        }
-    }
-}
-
 extension SonyDriver {
     static let remoteShooting = "Remote Shooting"
     static let contentsTransfer = "Contents Transfer"
@@ -151,17 +128,16 @@ extension SonyDriver {
                     index += min(items.count, SonyCard.pageSize)
                 }
             }
-            cardCache.store(entries)
-            return Dictionary(entries.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a })
+            return cardCache.store(entries, path: \.file.path)
         }
     }
 
     /// A listed URL on the camera's own host (never another), the listed port and path.
     func cardURL(_ text: String) throws -> HTTPURL {
-        guard let listed = HTTPURL(text), listed.target.hasPrefix("/"), !listed.target.contains("/../") else {
+        guard let url = HTTPURL.listed(text, onHost: rpc.endpoint.host) else {
             throw CameraControlError.camera(code: 0, message: "the card lists an unusable address: \(text.prefix(100))")
         }
-        return HTTPURL(host: rpc.endpoint.host, port: listed.port, target: listed.target)
+        return url
     }
 }
 
@@ -174,17 +150,7 @@ extension SonyDriver: CardBrowsing {
     public func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws {
         guard let entry = try await cardEntries()[file.path] else { throw CameraControlError.notSupported("no file \(file.path)") }
         let url = try cardURL(entry.url)
-        try await withCard {
-            do {
-                try await stillClient.stream(url, head: { status, _ in
-                    guard status == 200 else { throw CameraControlError.camera(code: status, message: "GET \(url.target): HTTP \(status)") }
-                }, body: body)
-            } catch let e as CameraControlError {
-                throw e
-            } catch {
-                throw CameraControlError.unavailable("GET \(url.target): \(error)")
-            }
-        }
+        try await withCard { try await stillClient.download(url, what: "GET \(url.target)", body: body) }
     }
 
     /// The listing gives no sizes: a HEAD of the original (when the camera answers one with a

@@ -21,7 +21,7 @@ public final class SonyDriver: CameraDriver, Sendable {
     let stills = SonyStills()
     /// Contents Transfer lent to card work, and the card as last listed (`SonyCard.swift`).
     let cardMode = CardModeLease()
-    let cardCache = SonyCardCache()
+    let cardCache = CardListing<SonyCardEntry>()
 
     /// `endpoint` is the JSON-RPC camera service, e.g. `http://192.168.122.1:8080/sony/camera`.
     public init(endpoint: HTTPURL, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
@@ -60,9 +60,7 @@ public final class SonyDriver: CameraDriver, Sendable {
         // Card work holds Contents Transfer (this session began while it ran): the live view waits
         // until it is over and the camera shoots again.
         while cardMode.isOpen && !Task.isCancelled {
-            if cardMode.shouldClose {
-                await cardMode.serial.withLock { if cardMode.shouldClose { await leaveContentsTransfer() } }
-            }
+            await cardMode.closeIfIdle { await leaveContentsTransfer() }
             try await lifecycle.tick(.milliseconds(200))
         }
         // A camera left in Contents Transfer (by another client, or livegate stopped) shoots again.
@@ -123,9 +121,7 @@ public final class SonyDriver: CameraDriver, Sendable {
                 if cardMode.isOpen {
                     lifecycle.resetStallClock()
                     if cardMode.shouldClose {
-                        await cardMode.serial.withLock {
-                            if cardMode.shouldClose { await leaveContentsTransfer() }
-                        }
+                        await cardMode.closeIfIdle { await leaveContentsTransfer() }
                         // The live view stopped with the function switch: a new session starts it
                         // (unless more card work came meanwhile).
                         if !cardMode.isOpen {

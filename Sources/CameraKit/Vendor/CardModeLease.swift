@@ -55,6 +55,19 @@ final class CardModeLease: Sendable {
         }
     }
 
+    /// Ends the lease with `leave` (back to shooting) when nobody has used the card for the linger,
+    /// checked again under the lock, so card work that got its turn first is never cut short. True
+    /// when `leave` ran.
+    @discardableResult
+    func closeIfIdle(_ leave: () async -> Void) async -> Bool {
+        guard shouldClose else { return false }
+        return await serial.withLock {
+            guard shouldClose else { return false }
+            await leave()
+            return true
+        }
+    }
+
     /// True when the camera sits in its card mode that nobody has used for the linger.
     var shouldClose: Bool {
         state.withLock { $0.inCardMode && $0.users == 0 && ContinuousClock.now - $0.lastUse >= $0.linger }
