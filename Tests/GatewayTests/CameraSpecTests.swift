@@ -10,6 +10,11 @@ import Testing
             == CameraSpec(id: "studio", source: .camera(CameraURL(scheme: "sony", host: "10.0.0.1", port: 10000))))
         #expect(CameraURL("bandit://[fe80::1]:81?udp=4002") == CameraURL(scheme: "bandit", host: "fe80::1", port: 81, query: ["udp": "4002"]))
         #expect(try CameraSpec.parse("emulator:sony", index: 1) == CameraSpec(id: "cam1", source: .emulator(vendor: "sony")))
+        // Canon's capture target; a camera whose vendor DeviceInfo decides takes it too.
+        #expect(PTPEndpoint.parse(url: "canon://h?target=PC")?.captureTarget == .pc)
+        #expect(PTPEndpoint.parse(url: "ptpip://h?target=card")?.captureTarget == .card)
+        #expect(PTPEndpoint.parse(url: "canon://h")?.captureTarget == nil)
+        #expect(PTPEndpoint.parse(url: "canon://h?target=pc")?.description == "ptpip://h:15740?vendor=canon&target=pc")
     }
 
     @Test func aPasswordInTheURLIsNeverShown() {
@@ -39,6 +44,9 @@ import Testing
         ("sony://host?udp=1", "unknown option 'udp'; this camera takes no options"),
         ("ptpip://host?vendor=olympus", "option 'vendor=olympus' must be one of"),
         ("nikon://host?fps=0", "option 'fps=0' must be a number"),
+        ("canon://host?target=sd", "option 'target=sd' must be one of: card, pc"),
+        ("nikon://host?target=pc", "option 'target' is for Canon EOS cameras (CaptureDestination), not nikon"),
+        ("ptpip://host?vendor=fuji&target=pc", "option 'target' is for Canon EOS cameras"),
         ("sony://[::1", "IPv6 host '[::1' lacks its ']'"),
     ])
     func errorsNameTheBadPart(_ text: String, _ expected: String) {

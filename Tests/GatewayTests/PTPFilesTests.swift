@@ -187,6 +187,75 @@ import Testing
         await emu.stop()
     }
 
+    /// A Canon with `target=pc` (ptp.md §8.3): CaptureDestination 4 and PCHDDCapacity once live view
+    /// runs; a release's shot comes as RequestObjectTransfer, is read in GetPartialObject blocks
+    /// (a read that fails twice is retried) and let go with TransferComplete, nothing lands on the
+    /// card; a body shot comes the same way by itself; one that cannot be read is reported lost;
+    /// the body's own destination is put back when the gateway stops.
+    @Test func aCanonWithThePCTargetTakesEveryShotOffTheCamera() async throws {
+        let dir = try temporaryDirectory("livegate-ptp-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let emu = PTPEmulator(kind: .canon, fps: 10, source: try TestPatternSource(width: 320, height: 240),
+                              group: MultiThreadedEventLoopGroup.singleton)
+        _ = try await emu.start()
+        let gateway = try await startGateway(camera: emu.cameraURL + "&target=pc", label: "ptp-capture") { $0.capturesDirectory = dir.path }
+        #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
+        func destinations() -> [UInt32] {
+            emu.requests.filter { $0.code == 0x9110 && $0.data.count >= 12 && ptpLE32($0.data, 4) == 0xD11C }.map { ptpLE32($0.data, 8) }
+        }
+        #expect(destinations() == [4], "\(destinations())")
+        #expect(emu.requests.contains { $0.code == 0x911A && $0.params == [0x0FFF_FFFF, 0x1000, 1] }, "no PCHDDCapacity")
+        let cam = gateway.cameras[0]
+        let card = try #require(cam.driver as? any CardBrowsing)
+        let onCard = try await card.listFiles().count
+
+        emu.failNextTransfers(2)
+        let files = try await gateway.capture(camera: cam, autofocus: false)
+        #expect(files.map(\.name) == ["IMG_0501.JPG"])
+        #expect(Array(FileManager.default.contents(atPath: files[0].path) ?? Data()) == emu.canonShots.first)
+        let reads = emu.requests.filter { $0.code == 0x101B && $0.params.first == 0x8000_0001 }
+        #expect(reads.count == 3 && reads.allSatisfy { $0.params.count == 3 && $0.params[2] <= 1 << 20 }, "\(reads.map(\.params))")
+        #expect(emu.requests.filter { $0.code == 0x9117 }.map(\.params) == [[0x8000_0001]])
+        #expect(emu.canonShotsWaitingForPC == 0, "the camera still holds the shot")
+        #expect(try await card.listFiles().count == onCard, "the shot went to the card")
+
+        // A shot with the body's button: handed over by itself.
+        emu.shootOnBody()
+        #expect(await waitUntil(timeout: 10) { gateway.captures(camera: "cam0").contains { $0.fromBody } }, "the body shot was not saved")
+        let body = try #require(gateway.captures(camera: "cam0").first { $0.fromBody })
+        #expect(Array(FileManager.default.contents(atPath: body.path) ?? Data()) == emu.canonShots.last)
+        #expect(await waitUntil(timeout: 5) { emu.canonShotsWaitingForPC == 0 })
+
+        // One that cannot be read: the camera keeps no copy, so it is reported lost.
+        let events = try #require(gateway.eventStream(lastEventID: nil))
+        emu.failNextTransfers(1000)
+        emu.shootOnBody()
+        let failed = await firstEvent(events, containing: "capture-failed", timeout: 15)
+        #expect(failed?.contains("IMG_0503.JPG") == true, "\(failed ?? "no capture-failed event")")
+        emu.failNextTransfers(0)
+
+        await gateway.stop()
+        #expect(destinations() == [4, 2], "the card was not made the destination again: \(destinations())")
+        await emu.stop()
+    }
+
+    /// The first event on `stream` that contains `text`, within `timeout` seconds.
+    func firstEvent(_ stream: AsyncStream<String>, containing text: String, timeout: Double) async -> String? {
+        await withTaskGroup(of: String?.self) { g in
+            g.addTask {
+                for await e in stream where e.contains(text) { return e }
+                return nil
+            }
+            g.addTask {
+                try? await Task.sleep(for: .seconds(timeout))
+                return nil
+            }
+            let first = await g.next() ?? nil
+            g.cancelAll()
+            return first
+        }
+    }
+
     /// An emulated PTP camera and a gateway on it saving pictures to `captures`, once streaming.
     static func streamingGateway(_ kind: PTPEmulatorKind, captures: URL) async throws -> (PTPEmulator, Gateway) {
         let emu = PTPEmulator(kind: kind, fps: 10, source: try TestPatternSource(width: 320, height: 240),
@@ -196,4 +265,9 @@ import Testing
         #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
         return (emu, gateway)
     }
+}
+
+/// A little-endian u32 at `at` of a request's data.
+private func ptpLE32(_ b: [UInt8], _ at: Int) -> UInt32 {
+    (0..<4).reduce(UInt32(0)) { $0 | UInt32(b[at + $1]) << (8 * UInt32($1)) }
 }

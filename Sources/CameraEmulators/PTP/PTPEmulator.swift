@@ -128,6 +128,10 @@ public final class PTPEmulator: CameraEmulator, Sendable {
     /// The stills a Canon or Fujifilm emulator wrote to its card (remote releases and, Canon, body
     /// shots), oldest first.
     public var canonShots: [[UInt8]] { model.state.withLock { $0.canonShots } }
+    /// Canon PC target: shots still waiting for the PC (no TransferComplete yet).
+    public var canonShotsWaitingForPC: Int { model.state.withLock { $0.canonPC.count } }
+    /// Canon PC target: the next `n` reads (GetPartialObject) of shots waiting for the PC fail.
+    public func failNextTransfers(_ n: Int) { model.state.withLock { $0.canonFailTransfers = n } }
     /// The stills a Sony PTP emulator shot for the PC (remote and body shots), oldest first.
     public var sonyShots: [[UInt8]] { model.state.withLock { $0.sonyShots } }
     /// Sony PTP: shots still waiting at 0xFFFFC001 (not fetched by the client yet).

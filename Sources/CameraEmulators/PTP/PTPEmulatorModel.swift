@@ -63,6 +63,12 @@ final class PTPEmulatorModel: Sendable {
         var nikonStills: [[UInt8]] = []
         /// Canon and Fujifilm: the stills written to the card by remote releases.
         var canonShots: [[UInt8]] = []
+        /// Canon with CaptureDestination 0xD11C = 4 (ptp.md §8.3, PC target): shots waiting for the
+        /// PC by handle (0x80000001…), gone after TransferComplete; how many shots went that way; how
+        /// many of the next GetPartialObject reads of them fail (a transfer that breaks).
+        var canonPC: [UInt32: (name: String, bytes: [UInt8])] = [:]
+        var canonPCCount = 0
+        var canonFailTransfers = 0
         /// Fujifilm: a client set the focus point (touch-AF); the state list reports it.
         var fujiPointChosen = false
         /// Sony PTP (ptp.md §8.4): the shots waiting at 0xFFFFC001 for the PC, oldest first, and
@@ -114,7 +120,7 @@ final class PTPEmulatorModel: Sendable {
                                       serial: "0000001")
         case .canon:
             return PTPEmulatedDeviceInfo(vendorExtensionID: 0x0B, vendorExtensionDesc: "", operations: common + cardOps + [0x9128, 0x9129,
-                0x9110, 0x9114, 0x9115, 0x9116, 0x911D, 0x9127, 0x9153, 0x915B,
+                0x9110, 0x9114, 0x9115, 0x9116, 0x9117, 0x911A, 0x911D, 0x9127, 0x9153, 0x915B,
             ], events: [0xC189, 0xC18A], properties: props, manufacturer: "Canon Inc.", model: "Canon EOS emulated",
             version: "1-1.0.0", serial: "000000000001")
         case .sony:
@@ -177,6 +183,9 @@ final class PTPEmulatorModel: Sendable {
                 PTPEmulatedProperty(code: 0xD109, type: 6, value: 0, allowed: [0, 1, 2, 3, 4, 5, 8]),
                 PTPEmulatedProperty(code: 0xD1B0, type: 6, value: 1, allowed: []),
                 PTPEmulatedProperty(code: 0xD1B1, type: 6, value: 0, allowed: []),
+                // CaptureDestination (2 card, 4 PC) and AvailableShots (ptp.md §8.3, §8.5).
+                PTPEmulatedProperty(code: 0xD11C, type: 6, value: 2, allowed: [2, 4]),
+                PTPEmulatedProperty(code: 0xD11B, type: 6, value: 999, allowed: [], writable: false),
             ]
         case .fuji:
             return [
@@ -284,6 +293,7 @@ final class PTPEmulatorModel: Sendable {
             connectionLost()
             return PTPReply(code: PTPResponse.ok)
         }
+        if kind == .canon, let r = canonPCOperation(code, params) { return r }
         if kind != .sony, let r = cardOperation(code, params) { return r }
         switch kind {
         case .nikon: return nikon(code, params, data, p0)
@@ -663,17 +673,73 @@ final class PTPEmulatorModel: Sendable {
         }
     }
 
+    /// Canon: a full press (or the body's button) writes the next still to the card and queues its
+    /// ObjectAddedEx record (0xC181); with CaptureDestination 4 the still waits for the PC instead,
+    /// announced by RequestObjectTransfer (0xC186: handle, format, size, name at 0x08/0x0C/0x14/0x1C).
     func canonShoot() {
+        if state.withLock({ $0.props[Self.canonCaptureDestination]?.value == 4 }) {
+            let n = state.withLock { s in s.canonPCCount += 1; return s.canonPCCount }
+            let handle = 0x8000_0000 + UInt32(n)
+            let name = String(format: "IMG_%04d.JPG", 500 + n)
+            let bytes = source.frame(index: 600 + n).jpeg
+            state.withLock { s in
+                s.canonPC[handle] = (name, bytes)
+                s.canonShots.append(bytes)
+                s.pendingEvents += Self.canonRecord(0xC186, fields: [(0x08, handle), (0x0C, 0x3801), (0x14, UInt32(bytes.count))],
+                                                    nameAt: 0x1C, name: name)
+            }
+            return
+        }
         let shot = addStill(handles: 0x1000_0100, name: { String(format: "IMG_%04d.JPG", $0) }, frames: 700)
-        var r = [UInt8](repeating: 0, count: 0x28)
+        let r = Self.canonRecord(0xC181, fields: [(0x08, shot.handle), (0x0C, Self.cardStorage), (0x10, UInt32(shot.format)),
+                                                  (0x1C, UInt32(shot.bytes.count)), (0x20, shot.parent)],
+                                 nameAt: 0x28, name: shot.name)
+        state.withLock { $0.pendingEvents += r; $0.canonShots.append(shot.bytes) }
+    }
+
+    static let canonCaptureDestination: UInt16 = 0xD11C
+    static let canonAvailableShots: UInt16 = 0xD11B
+
+    /// A GetEvent record `code` with u32 `fields` at their offsets (a u16 format written as the low
+    /// half of a u32: the bytes after it are zero anyway) and a NUL-terminated name at `nameAt`,
+    /// padded to 4 bytes (bytes the notes leave open are zero).
+    private static func canonRecord(_ code: UInt32, fields: [(Int, UInt32)], nameAt: Int, name: String) -> [UInt8] {
+        var r = [UInt8](repeating: 0, count: nameAt)
         func put32(_ v: UInt32, _ at: Int) { for i in 0..<4 { r[at + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt32(i))) } }
-        put32(0xC181, 4); put32(shot.handle, 8); put32(Self.cardStorage, 0x0C)
-        r[0x10] = UInt8(shot.format & 0xFF); r[0x11] = UInt8(shot.format >> 8)
-        put32(UInt32(shot.bytes.count), 0x1C); put32(shot.parent, 0x20)
-        r += Array(shot.name.utf8) + [0]
+        put32(code, 4)
+        for (at, v) in fields { put32(v, at) }
+        r += Array(name.utf8) + [0]
         while r.count % 4 != 0 { r.append(0) }
         put32(UInt32(r.count), 0)
-        state.withLock { $0.pendingEvents += r; $0.canonShots.append(shot.bytes) }
+        return r
+    }
+
+    /// Canon PC target: GetPartialObject and GetObjectInfo of a shot waiting for the PC, and
+    /// TransferComplete (0x9117), after which the handle is gone (0x2009, the emulator's choice).
+    private func canonPCOperation(_ code: UInt16, _ params: [UInt32]) -> PTPReply? {
+        let p0 = params.first ?? 0
+        guard p0 & 0x8000_0000 != 0 || code == 0x9117 else { return nil }
+        return state.withLock { s -> PTPReply? in
+            switch code {
+            case PTPOperation.getPartialObject:
+                guard let o = s.canonPC[p0], params.count >= 3 else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+                if s.canonFailTransfers > 0 {
+                    s.canonFailTransfers -= 1
+                    return PTPReply(code: PTPResponse.generalError)
+                }
+                let start = min(Int(params[1]), o.bytes.count), end = min(o.bytes.count, start + Int(params[2]))
+                return PTPReply(code: PTPResponse.ok, params: [UInt32(end - start)], data: Array(o.bytes[start..<end]))
+            case PTPOperation.getObjectInfo:
+                guard let o = s.canonPC[p0] else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+                return PTPReply(code: PTPResponse.ok, data: Self.objectInfo(storage: 0, format: 0x3801, size: o.bytes.count,
+                                                                          parent: 0, name: o.name))
+            case 0x9117:
+                guard s.canonPC.removeValue(forKey: p0) != nil else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+                return PTPReply(code: PTPResponse.ok)
+            default:
+                return nil
+            }
+        }
     }
 
     /// Fujifilm: InitiateCapture writes a still to the card.
@@ -694,6 +760,11 @@ final class PTPEmulatorModel: Sendable {
         }
     }
 
+    private static func setAvailableShots(_ n: Int64, _ s: inout State) {
+        s.props[canonAvailableShots]?.value = n
+        if s.eventMode != 0 { s.pendingEvents += canonValueRecord(canonAvailableShots, UInt32(n)) }
+    }
+
     private func canon(_ code: UInt16, _ params: [UInt32], _ data: [UInt8], _ p0: UInt32) -> PTPReply {
         switch code {
         case 0x9114, 0x911D:
@@ -702,7 +773,9 @@ final class PTPEmulatorModel: Sendable {
             state.withLock { s in
                 s.eventMode = p0
                 if p0 != 0 {
-                    for p in s.props.values.sorted(by: { $0.code < $1.code }) {
+                    // No CaptureDestination record in the first dump (ptp.md §8.5): a client asks
+                    // for it (0x9127) or sets it.
+                    for p in s.props.values.sorted(by: { $0.code < $1.code }) where p.code != Self.canonCaptureDestination {
                         s.pendingEvents += Self.canonValueRecord(p.code, UInt32(truncatingIfNeeded: p.value))
                         if !p.allowed.isEmpty { s.pendingEvents += Self.canonAllowedRecord(p.code, p.allowed) }
                     }
@@ -747,8 +820,22 @@ final class PTPEmulatorModel: Sendable {
                 p.value = Int64(value)
                 s.props[prop] = p
                 if s.eventMode != 0 { s.pendingEvents += Self.canonValueRecord(prop, value) }
+                // The PC target has no room until the PC says how much it has (0x911A).
+                if prop == Self.canonCaptureDestination { Self.setAvailableShots(value == 4 ? 0 : 999, &s) }
                 return PTPReply(code: PTPResponse.ok)
             }
+        case 0x9127:  // RequestDevicePropValue: the value comes as a GetEvent record
+            return state.withLock { s in
+                guard let p = s.props[UInt16(truncatingIfNeeded: p0)] else { return PTPReply(code: PTPResponse.devicePropNotSupported) }
+                s.pendingEvents += Self.canonValueRecord(p.code, UInt32(truncatingIfNeeded: p.value))
+                return PTPReply(code: PTPResponse.ok)
+            }
+        case 0x911A:  // PCHDDCapacity(free clusters, cluster size, 1)
+            guard params.count >= 3 else { return PTPReply(code: PTPResponse.invalidParameter) }
+            state.withLock { s in
+                if s.props[Self.canonCaptureDestination]?.value == 4 { Self.setAvailableShots(9999, &s) }
+            }
+            return PTPReply(code: PTPResponse.ok)
         case 0x9153:
             let slot = state.withLock { s -> Int? in
                 guard (s.props[0xD1B0]?.value ?? 0) & 2 != 0 else { return -1 }

@@ -6,11 +6,17 @@ import Logging
 /// property 0xD1B0 is known, EVFMode 0xD1B1 = 1 and EVFOutputDevice 0xD1B0 = 2 (PC) through
 /// SetDevicePropValueEx 0x9110; per frame one GetEvent (property changes, FocusInfoEx AF points)
 /// then GetViewFinderData 0x9153; 0xA102 / 0x2019 → retry. Properties are the 0xD1xx codes, read
-/// from GetEvent records and written with SetDevicePropValueEx.
+/// from GetEvent records and written with SetDevicePropValueEx. With `target=pc`, CaptureDestination
+/// 0xD11C is set to the PC once live view runs (and put back when the session ends): shots then come
+/// as RequestObjectTransfer records and are read with GetPartialObject (`PTPCapture.swift`).
 final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
     let link: PTPLink
+    let captureTarget: PTPCaptureTarget?
 
-    init(link: PTPLink) { self.link = link }
+    init(link: PTPLink, captureTarget: PTPCaptureTarget? = nil) {
+        self.link = link
+        self.captureTarget = captureTarget
+    }
     let vendor = PTPVendor.canon
     let pushed = false
     private let parser = Mutex(CanonEVFParser())
@@ -21,6 +27,12 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
     static let evfOutputDevice: UInt16 = 0xD1B0
     static let evfMode: UInt16 = 0xD1B1
     static let focusInfoEx: UInt32 = 0xD1D3
+    static let captureDestination: UInt16 = 0xD11C
+    static let availableShots: UInt16 = 0xD11B
+    /// CaptureDestination values (ptp.md §8.3).
+    static let destinationCard: UInt32 = 2, destinationPC: UInt32 = 4
+    /// The CaptureDestination to put back when the session ends (set once the PC target is on).
+    private let restoreDestination = Mutex<UInt32?>(nil)
 
     /// GetEvent once; folds its records into the cache. Returns the number of records.
     @discardableResult
@@ -31,9 +43,9 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
 
     func ingest(_ d: [UInt8]) -> Int { cache.withLock { $0.ingest(d) } }
 
-    /// Takes the objects announced since the last call.
-    func takeAddedObjects() -> [(handle: UInt32, storage: UInt32, name: String)] {
-        cache.withLock { c in defer { c.added.removeAll() }; return c.added }
+    /// Takes the shots announced since the last call.
+    func takeAnnounced() -> CanonAnnounced {
+        cache.withLock { c in defer { c.announced = CanonAnnounced() }; return c.announced }
     }
 
     func setEx(_ code: UInt16, _ value: UInt32) async throws -> PTPResult {
@@ -63,7 +75,32 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
                 throw Self.cameraError(r.code, op: PTPOperation.canonSetDevicePropValueEx)
             }
         }
+        if captureTarget == .pc { try await routeShotsToPC() }
         lastKeepAlive.withLock { $0 = ContinuousClock.now }
+    }
+
+    /// CaptureDestination = PC (4), then PCHDDCapacity 0x911A (0x0FFFFFFF free clusters of 4096
+    /// bytes, as libgphoto2 announces) and GetEvent until AvailableShots 0xD11B is above 0 (at most
+    /// 3 s: a body that never reports it still shoots). A body that refuses the PC target keeps its
+    /// card: logged, live view goes on.
+    private func routeShotsToPC() async throws {
+        if cache.withLock({ $0.values[Self.captureDestination] }) == nil,
+           try await call(PTPOperation.canonRequestDevicePropValue, [UInt32(Self.captureDestination)]).ok {
+            try await getEvent()
+        }
+        let before = cache.withLock { $0.values[Self.captureDestination] }
+        let r = try await setEx(Self.captureDestination, Self.destinationPC)
+        guard r.ok else {
+            logger.warning("canon: the camera refused CaptureDestination PC (\(CameraControlError.ptp(r.code, op: PTPOperation.canonSetDevicePropValueEx))); shots stay on the card")
+            return
+        }
+        restoreDestination.withLock { $0 = before.map { UInt32(truncatingIfNeeded: $0) } ?? Self.destinationCard }
+        _ = try await call(PTPOperation.canonPCHDDCapacity, [0x0FFF_FFFF, 0x1000, 1])
+        let by = ContinuousClock.now + .seconds(3)
+        while (cache.withLock { $0.values[Self.availableShots] } ?? 0) <= 0, ContinuousClock.now < by {
+            try await Task.sleep(for: .milliseconds(100))
+            try await getEvent()
+        }
     }
 
     func poll(_ emit: (WireFrame) -> Void) async throws -> PTPPoll {
@@ -133,17 +170,35 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
     }
 
     func stopLiveView() async {
+        if let d = restoreDestination.withLock({ $0 }) { _ = try? await setEx(Self.captureDestination, d) }
         _ = try? await setEx(Self.evfOutputDevice, 0)
         _ = try? await call(PTPOperation.canonSetEventMode, [0])
         _ = try? await call(PTPOperation.closeSession)
     }
 }
 
+/// A shot the camera hands to the PC (0xC186 RequestObjectTransfer): read it, then TransferComplete.
+struct CanonTransfer: Sendable, Equatable {
+    var handle: UInt32
+    /// 0 when the record did not say (then ObjectInfo does).
+    var size: Int
+    var name: String
+}
+
+/// Shots the camera announced, as GetEvent records brought them.
+struct CanonAnnounced: Sendable {
+    /// On the card (0xC181 ObjectAddedEx with a StorageID): handle and name.
+    var onCard: [(handle: UInt32, name: String)] = []
+    /// Waiting for the PC (0xC186, and 0xC1A9 whose layout the notes do not give: handle only).
+    var toPC: [CanonTransfer] = []
+    var isEmpty: Bool { onCard.isEmpty && toPC.isEmpty }
+}
+
 /// What Canon GetEvent (0x9116) data told so far: property values (0xC189), allowed values
-/// (0xC18A) and the latest FocusInfoEx (0xD1D3).
+/// (0xC18A), the latest FocusInfoEx (0xD1D3) and the shots announced.
 struct CanonEventCache: Sendable {
-    /// Objects the camera announced (0xC181 ObjectAddedEx): handle, StorageID, name; taken by the capture.
-    var added: [(handle: UInt32, storage: UInt32, name: String)] = []
+    /// Taken by the capture or, for shots on the body, the live-view loop.
+    var announced = CanonAnnounced()
     var values: [UInt16: Int64] = [:]
     var allowed: [UInt16: [Int64]] = [:]
     var focus: CanonFocusInfo?
@@ -155,6 +210,11 @@ struct CanonEventCache: Sendable {
         var n = 0
         func le32(_ i: Int) -> UInt32 {
             UInt32(d[i]) | UInt32(d[i + 1]) << 8 | UInt32(d[i + 2]) << 16 | UInt32(d[i + 3]) << 24
+        }
+        /// The NUL-terminated name at `offset` of the record at `p` (to its end at most).
+        func name(at offset: Int) -> String {
+            let size = Int(le32(p))
+            return String(decoding: d[(p + offset)..<(p + size)].prefix { $0 != 0 }, as: UTF8.self)
         }
         while p + 8 <= d.count {
             let size = Int(le32(p)), code = le32(p + 4)
@@ -170,8 +230,12 @@ struct CanonEventCache: Sendable {
                     values[UInt16(truncatingIfNeeded: prop)] = Int64(le32(p + 12))
                 }
             case 0xC181 where size >= 0x29:
-                let nameBytes = d[(p + 0x28)..<(p + size)].prefix { $0 != 0 }
-                added.append((le32(p + 8), le32(p + 0x0C), String(decoding: nameBytes, as: UTF8.self)))
+                // StorageID 0: not on a card (the PC target's own transfer record follows).
+                if le32(p + 0x0C) != 0 { announced.onCard.append((le32(p + 8), name(at: 0x28))) }
+            case 0xC186 where size >= 0x1D:
+                announced.toPC.append(CanonTransfer(handle: le32(p + 8), size: Int(le32(p + 0x14)), name: name(at: 0x1C)))
+            case 0xC1A9 where size >= 12:
+                announced.toPC.append(CanonTransfer(handle: le32(p + 8), size: 0, name: ""))
             case 0xC18A where size >= 20:
                 let prop = le32(p + 8)
                 let count = Int(le32(p + 16))

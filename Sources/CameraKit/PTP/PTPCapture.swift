@@ -3,14 +3,16 @@ import LiveViewCore
 import Foundation
 
 /// Still capture over PTP: Nikon into SDRAM (ptp.md §8.2), Canon EOS release with the picture on
-/// the card (§8.3), Fujifilm with the standard InitiateCapture and the card's handle lists compared,
-/// Sony's PC remote with the shot handed over at 0xFFFFC001 (§8.4). Canon's PC target is not done.
+/// the card or handed to the PC (§8.3), Fujifilm with the standard InitiateCapture and the card's
+/// handle lists compared, Sony's PC remote with the shot handed over at 0xFFFFC001 (§8.4).
 extension PTPDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         let session = try current()
         do {
             if let nikon = session as? NikonPTPSession { return [try await nikon.captureIntoSDRAM()] }
-            if let canon = session as? CanonPTPSession { return try await canon.releaseToCard(autofocus: autofocus) }
+            if let canon = session as? CanonPTPSession {
+                return try await canon.release(autofocus: autofocus, bodySink: imageSink.withLock { $0 })
+            }
             if let fuji = session as? FujiPTPSession { return try await fuji.captureToCard() }
             if let sony = session as? SonyPTPSession {
                 return try await sony.captureToPC(autofocus: autofocus, bodySink: imageSink.withLock { $0 })
@@ -34,8 +36,8 @@ extension PTPDriver: StillCapturing {
         var found: [(handle: UInt32, name: String)] = []
         let fetch: @Sendable (UInt32, String) async throws -> CameraImage
         if let canon = session as? CanonPTPSession, !canon.isCapturing {
-            found = canon.takeAddedObjects().filter { $0.storage != 0 }.map { ($0.handle, $0.name) }
-            fetch = { h, n in try await canon.fetchImage(h, name: n, fromBody: true) }
+            canon.handOn(canon.takeAnnounced(), to: sink)
+            return
         } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing, nikon.bodyEvents.due() {
             found = ((try? await nikon.objectsAddedOnTheCard()) ?? []).map { ($0, "") }
             fetch = { h, _ in try await nikon.fetchImage(h, fromBody: true) }
@@ -51,13 +53,21 @@ extension PTPDriver: StillCapturing {
             return
         }
         for o in found {
-            Task {
-                do {
-                    await sink(.image(try await retrying { try await fetch(o.handle, o.name) }))
-                } catch {
-                    await sink(.lost(name: o.name.isEmpty ? "object 0x\(String(o.handle, radix: 16))" : o.name, reason: "\(error)"))
-                }
+            handOnInTask(name: o.name.isEmpty ? "object 0x\(String(o.handle, radix: 16))" : o.name, to: sink) {
+                try await fetch(o.handle, o.name)
             }
+        }
+    }
+}
+
+/// Fetches one announced image in a task of its own (retried) and hands it to `sink`, or reports
+/// it lost there.
+func handOnInTask(name: String, to sink: @escaping CameraImageSink, _ fetch: @escaping @Sendable () async throws -> CameraImage) {
+    Task {
+        do {
+            await sink(.image(try await retrying { try await fetch() }))
+        } catch {
+            await sink(.lost(name: name, reason: "\(error)"))
         }
     }
 }
@@ -262,12 +272,15 @@ extension SonyPTPSession {
 extension CanonPTPSession {
     /// The regular EOS release (ptp.md §8.3): RemoteReleaseOn(1) (half press, a moment for focus
     /// when asked), RemoteReleaseOn(2), RemoteReleaseOff(2), RemoteReleaseOff(1); then GetEvent
-    /// until the camera announces the new file (0xC181 ObjectAddedEx, read by the live-view loop's
-    /// GetEvent too, so nothing is missed), which is fetched from the card.
-    func releaseToCard(autofocus: Bool) async throws -> [CameraImage] {
+    /// until the camera announces the shot (the live-view loop's GetEvent stays out of it meanwhile,
+    /// so nothing is missed): 0xC181 ObjectAddedEx, fetched from the card, or with the PC target
+    /// 0xC186 RequestObjectTransfer, read and then released with TransferComplete. Shots announced
+    /// before the release were taken on the body and go to `bodySink`. The camera keeps no copy of a
+    /// PC transfer, so one that cannot be read after retries is reported lost there as well.
+    func release(autofocus: Bool, bodySink: CameraImageSink?) async throws -> [CameraImage] {
         capturing.withLock { $0 += 1 }
         defer { capturing.withLock { $0 -= 1 } }
-        _ = takeAddedObjects()
+        if let sink = bodySink { handOn(takeAnnounced(), to: sink) }
         try await callOK(0x9128, [1, 0])
         if autofocus { try await Task.sleep(for: .milliseconds(300)) }
         let full = try await call(0x9128, [2, 0])
@@ -277,25 +290,66 @@ extension CanonPTPSession {
         }
         _ = try? await call(0x9129, [2])
         _ = try? await call(0x9129, [1])
-        var added: [(handle: UInt32, storage: UInt32, name: String)] = []
+        var shot = CanonAnnounced()
         let by = ContinuousClock.now + .seconds(30)
-        while added.isEmpty {
+        while shot.isEmpty {
             guard ContinuousClock.now < by else {
                 throw CameraControlError.camera(code: 0, message: "the camera announced no new file within 30 s of the release")
             }
             try await getEvent()
-            added = takeAddedObjects()
-            if added.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+            shot = takeAnnounced()
+            if shot.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
         }
         var images: [CameraImage] = []
-        for o in added where o.storage != 0 {
+        for o in shot.onCard {
             images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
+        }
+        for t in shot.toPC {
+            do {
+                images.append(try await retrying { try await self.transfer(t, fromBody: false) })
+            } catch {
+                await bodySink?(.lost(name: Self.shownName(t), reason: "\(error)"))
+                throw error
+            }
         }
         return images
     }
 
     /// True while a capture of ours waits for its file (announced files are then ours).
     var isCapturing: Bool { capturing.withLock { $0 > 0 } }
+
+    /// Shots on the body: each fetched in a task of its own and handed to `sink` (or reported lost).
+    func handOn(_ shots: CanonAnnounced, to sink: @escaping CameraImageSink) {
+        for o in shots.onCard {
+            handOnInTask(name: o.name, to: sink) { try await self.fetchImage(o.handle, name: o.name, fromBody: true) }
+        }
+        for t in shots.toPC {
+            handOnInTask(name: Self.shownName(t), to: sink) { try await self.transfer(t, fromBody: true) }
+        }
+    }
+
+    /// A shot waiting for the PC: GetPartialObject in blocks of at most 1 MiB up to the size the
+    /// record gave (or ObjectInfo when it gave none), then TransferComplete 0x9117 — only once every
+    /// byte is here, since the camera then lets the shot go.
+    func transfer(_ t: CanonTransfer, fromBody: Bool) async throws -> CameraImage {
+        var size = t.size, name = t.name
+        if size == 0 || name.isEmpty {
+            let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [t.handle]).data)
+            if size == 0 { size = Int(info.size) }
+            if name.isEmpty { name = info.name }
+        }
+        if name.isEmpty { name = Self.shownName(t) }
+        guard size > 0 else { throw CameraControlError.camera(code: 0, message: "\(name): the camera gave no size for the transfer") }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(size)
+        try await readPartial(t.handle, size: size, block: 1 << 20, what: name) { bytes += $0 }
+        try await callOK(PTPOperation.canonTransferComplete, [t.handle])
+        return CameraImage(name: name, bytes: bytes, fromBody: fromBody)
+    }
+
+    static func shownName(_ t: CanonTransfer) -> String {
+        t.name.isEmpty ? "object 0x\(String(t.handle, radix: 16, uppercase: true))" : t.name
+    }
 }
 
 extension PTPVendorBase {

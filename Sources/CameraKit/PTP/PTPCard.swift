@@ -80,13 +80,8 @@ extension PTPDriver: CardBrowsing {
         }
         try await withCard { base in
             if base.info.operations.contains(PTPOperation.getPartialObject) {
-                var offset = 0
-                while offset < file.size {
-                    let want = min(Self.cardBlock, file.size - offset)
-                    let part = try await base.callOK(PTPOperation.getPartialObject, [handle, UInt32(offset), UInt32(want)]).data
-                    guard !part.isEmpty else { throw CameraControlError.camera(code: 0, message: "\(file.path): no bytes at \(offset)") }
-                    try await body(ByteBuffer(bytes: part))
-                    offset += part.count
+                try await base.readPartial(handle, size: file.size, block: Self.cardBlock, what: file.path) {
+                    try await body(ByteBuffer(bytes: $0))
                 }
             } else {
                 try await body(ByteBuffer(bytes: try await base.callOK(PTPOperation.getObject, [handle]).data))
@@ -104,6 +99,21 @@ extension PTPDriver: CardBrowsing {
 }
 
 extension PTPVendorBase {
+    /// `size` bytes of object `handle` through GetPartialObject in blocks of at most `block`, each
+    /// handed to `body` as it comes; a camera that sends nothing or more than asked is an error.
+    func readPartial(_ handle: UInt32, size: Int, block: Int, what: String, _ body: ([UInt8]) async throws -> Void) async throws {
+        var offset = 0
+        while offset < size {
+            let want = min(block, size - offset)
+            let part = try await callOK(PTPOperation.getPartialObject, [handle, UInt32(offset), UInt32(want)]).data
+            guard !part.isEmpty, part.count <= want else {
+                throw CameraControlError.camera(code: 0, message: "\(what): \(part.count) bytes at \(offset) where \(want) were asked")
+            }
+            try await body(part)
+            offset += part.count
+        }
+    }
+
     /// GetObjectHandles of every storage, format and level (the card listing, and the lists a
     /// capture compares).
     func objectHandles() async throws -> [UInt32] {

@@ -201,11 +201,14 @@ public final class PTPDriver: CameraDriver, Sendable {
                 throw CameraControlError.camera(code: 0, message: "unknown PTP vendor: extension \(info.vendorExtensionID), manufacturer '\(info.manufacturer)'")
             }
             vendorBox.withLock { $0 = vendor }
+            if endpoint.captureTarget != nil && vendor != .canon {
+                logger.warning("ptp \(endpoint): 'target' is for Canon EOS; this camera is \(vendor.rawValue), the option is ignored")
+            }
             let link = PTPLink(transport: transport, info: info, timeout: requestTimeout, logger: logger, stats: stats)
             switch vendor {
             case .nikon: return NikonPTPSession(link: link)
             case .sony: return SonyPTPSession(link: link)
-            case .canon: return CanonPTPSession(link: link)
+            case .canon: return CanonPTPSession(link: link, captureTarget: endpoint.captureTarget)
             case .fuji:
                 return FujiPTPSession(link: link, host: endpoint.host, eventPort: endpoint.eventPort,
                                       liveViewPort: endpoint.liveViewPort, group: group)

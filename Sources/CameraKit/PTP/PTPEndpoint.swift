@@ -24,11 +24,20 @@ public enum PTPVendor: String, Sendable, CaseIterable {
     }
 }
 
+/// Where a Canon EOS saves what it shoots (CaptureDestination 0xD11C, ptp.md §8.3).
+public enum PTPCaptureTarget: String, Sendable, CaseIterable {
+    /// The body's own setting (the card); every shot is fetched from the card.
+    case card
+    /// The computer: the camera hands each shot over and keeps no copy (a body without a card).
+    case pc
+}
+
 /// Where a PTP/IP camera is: `ptpip://HOST[:15740][?vendor=nikon|canon|sony-ptp|fuji]`.
 ///
 /// Fujifilm uses its own ports (command 55740, event 55741, live view 55742); they can be
 /// overridden for emulators: `ptpip://HOST:CMD?vendor=fuji&event=P&liveview=P`, or the same with
-/// the `fuji://` scheme (vendor implied). Other query keys: `fps` (poll-rate cap, default 30).
+/// the `fuji://` scheme (vendor implied). Other query keys: `fps` (poll-rate cap, default 30) and,
+/// Canon EOS only, `target=pc` (shots go to livegate, not to the card).
 public struct PTPEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     public var port: Int
@@ -39,18 +48,21 @@ public struct PTPEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var liveViewPort: Int
     /// Highest frame rate the driver polls at.
     public var maxFPS: Double
+    /// Canon: where shots go (nil = the body's setting).
+    public var captureTarget: PTPCaptureTarget?
 
     public static let defaultPort = 15740
     public static let fujiPorts = (command: 55740, event: 55741, liveView: 55742)
 
     public init(host: String, port: Int = PTPEndpoint.defaultPort, vendor: PTPVendor? = nil,
-                eventPort: Int? = nil, liveViewPort: Int? = nil, maxFPS: Double = 30) {
+                eventPort: Int? = nil, liveViewPort: Int? = nil, maxFPS: Double = 30, captureTarget: PTPCaptureTarget? = nil) {
         self.host = host
         self.port = port
         self.vendor = vendor
         self.eventPort = eventPort ?? (vendor == .fuji ? Self.fujiPorts.event : port)
         self.liveViewPort = liveViewPort ?? Self.fujiPorts.liveView
         self.maxFPS = maxFPS
+        self.captureTarget = captureTarget
     }
 
     public var description: String {
@@ -59,6 +71,7 @@ public struct PTPEndpoint: Sendable, Hashable, CustomStringConvertible {
         if let v = vendor { q.append("vendor=\(v.rawValue)") }
         if vendor == .fuji { q.append("event=\(eventPort)"); q.append("liveview=\(liveViewPort)") }
         if maxFPS != 30 { q.append("fps=\(maxFPS)") }
+        if let t = captureTarget { q.append("target=\(t.rawValue)") }
         if !q.isEmpty { s += "?" + q.joined(separator: "&") }
         return s
     }
@@ -75,13 +88,13 @@ public struct PTPEndpoint: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The endpoint a camera URL names. Options: `vendor` (ptpip only), `fps`, and for Fujifilm
-    /// `event`/`eventport`, `liveview`/`lv`/`liveviewport`.
+    /// The endpoint a camera URL names. Options: `vendor` (ptpip only), `fps`, `target` (Canon), and
+    /// for Fujifilm `event`/`eventport`, `liveview`/`lv`/`liveviewport`.
     public init(url: CameraURL) throws(CameraURLError) {
         guard var vendor = Self.schemeVendor(url.scheme) else {
             throw CameraURLError(url.description, "'\(url.scheme)' is not a PTP/IP scheme")
         }
-        try url.checkOptions(allowed: ["vendor", "fps", "event", "eventport", "liveview", "lv", "liveviewport"])
+        try url.checkOptions(allowed: ["vendor", "fps", "event", "eventport", "liveview", "lv", "liveviewport", "target"])
         if let (_, v) = url.option("vendor") {
             guard let pv = PTPVendor(rawValue: v.lowercased()) ?? (v.lowercased() == "sony" ? .sony : nil) else {
                 throw CameraURLError(url.description, "option 'vendor=\(v)' must be one of: \(PTPVendor.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -95,11 +108,23 @@ public struct PTPEndpoint: Sendable, Hashable, CustomStringConvertible {
             }
             fps = f
         }
+        var target: PTPCaptureTarget?
+        if let (_, v) = url.option("target") {
+            guard let t = PTPCaptureTarget(rawValue: v.lowercased()) else {
+                throw CameraURLError(url.description, "option 'target=\(v)' must be one of: \(PTPCaptureTarget.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            // Only Canon EOS has a capture destination to set; a generic ptpip:// camera is checked
+            // once it says what it is.
+            if let other = vendor, other != .canon {
+                throw CameraURLError(url.description, "option 'target' is for Canon EOS cameras (CaptureDestination), not \(other.rawValue)")
+            }
+            target = t
+        }
         let event = try url.portOption("event", "eventport")
         let liveView = try url.portOption("liveview", "lv", "liveviewport")
         let defaultPort = vendor == .fuji ? Self.fujiPorts.command : Self.defaultPort
         self.init(host: try url.host(default: nil), port: url.port ?? defaultPort, vendor: vendor, eventPort: event,
-                  liveViewPort: liveView, maxFPS: fps)
+                  liveViewPort: liveView, maxFPS: fps, captureTarget: target)
     }
 
     /// Parses `ptpip://…`, `fuji://…`, `nikon://…`, `canon://…`, `sony-ptp://…`; nil when not one of these.

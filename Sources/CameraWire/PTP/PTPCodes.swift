@@ -32,6 +32,8 @@ public enum PTPOperation {
     public static let canonSetRemoteMode: UInt16 = 0x9114
     public static let canonSetEventMode: UInt16 = 0x9115
     public static let canonGetEvent: UInt16 = 0x9116
+    public static let canonTransferComplete: UInt16 = 0x9117
+    public static let canonPCHDDCapacity: UInt16 = 0x911A
     public static let canonKeepDeviceOn: UInt16 = 0x911D
     public static let canonRequestDevicePropValue: UInt16 = 0x9127
     public static let canonInitiateViewfinder: UInt16 = 0x9151

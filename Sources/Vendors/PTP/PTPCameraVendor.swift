@@ -37,7 +37,8 @@ public struct PTPCameraVendor: CameraVendor {
 
     public var urlSyntax: String {
         switch dialect {
-        case .generic: return "ptpip://HOST[:PORT][?vendor=nikon|canon|sony-ptp|fuji&fps=N] (default port 15740)"
+        case .generic: return "ptpip://HOST[:PORT][?vendor=nikon|canon|sony-ptp|fuji&fps=N&target=card|pc] (default port 15740; target: Canon only)"
+        case .canon: return "canon://HOST[:PORT][?fps=N&target=card|pc] (default port 15740; target=pc: shots go to livegate, not the card)"
         case .fuji: return "fuji://HOST[:PORT][?event=PORT&liveview=PORT&fps=N] (default ports 55740/55741/55742)"
         default: return "\(name)://HOST[:PORT][?fps=N] (default port 15740)"
         }
