@@ -204,7 +204,13 @@ import Testing
             emu.requests.filter { $0.code == 0x9110 && $0.data.count >= 12 && ptpLE32($0.data, 4) == 0xD11C }.map { ptpLE32($0.data, 8) }
         }
         #expect(destinations() == [4], "\(destinations())")
-        #expect(emu.requests.contains { $0.code == 0x911A && $0.params == [0x0FFF_FFFF, 0x1000, 1] }, "no PCHDDCapacity")
+        // PCHDDCapacity, then GetEvent until AvailableShots tells the room (the emulator's third)
+        // before the live view goes on.
+        let log = emu.requests.map(\.code)
+        let room = try #require(log.firstIndex(of: 0x911A), "no PCHDDCapacity")
+        #expect(emu.requests[room].params == [0x0FFF_FFFF, 0x1000, 1])
+        let nextFrame = log[room...].firstIndex(of: 0x9153) ?? log.endIndex
+        #expect(log[room..<nextFrame].filter { $0 == 0x9116 }.count >= 3, "live view went on before AvailableShots: \(log[room..<nextFrame])")
         let cam = gateway.cameras[0]
         let card = try #require(cam.driver as? any CardBrowsing)
         let onCard = try await card.listFiles().count
@@ -226,16 +232,31 @@ import Testing
         #expect(Array(FileManager.default.contents(atPath: body.path) ?? Data()) == emu.canonShots.last)
         #expect(await waitUntil(timeout: 5) { emu.canonShotsWaitingForPC == 0 })
 
-        // One that cannot be read: the camera keeps no copy, so it is reported lost.
+        // A TransferComplete the camera does not accept does not cost the image.
+        emu.failNextTransferCompletes(1)
+        let second = try await gateway.capture(camera: cam, autofocus: false)
+        #expect(second.map(\.name) == ["IMG_0503.JPG"] && Array(FileManager.default.contents(atPath: second[0].path) ?? Data()) == emu.canonShots.last)
+
+        // One that cannot be read: the camera keeps no copy for anyone else, so it is reported lost.
         let events = try #require(gateway.eventStream(lastEventID: nil))
         emu.failNextTransfers(1000)
         emu.shootOnBody()
         let failed = await firstEvent(events, containing: "capture-failed", timeout: 15)
-        #expect(failed?.contains("IMG_0503.JPG") == true, "\(failed ?? "no capture-failed event")")
+        #expect(failed?.contains("IMG_0504.JPG") == true, "\(failed ?? "no capture-failed event")")
+        #expect(!emu.requests.contains { $0.code == 0x9117 && $0.params == [0x8000_0004] }, "a shot that was not read was let go")
+
+        // A read that a lost connection breaks off: the next session takes it over.
+        emu.shootOnBody()
+        #expect(await waitUntil(timeout: 10) { emu.requests.contains { $0.code == 0x101B && $0.params.first == 0x8000_0005 } })
+        emu.inject(.disconnect)
         emu.failNextTransfers(0)
+        #expect(await waitUntil(timeout: 20) { gateway.captures(camera: "cam0").contains { $0.cameraName == "IMG_0505.JPG" } },
+                "the shot whose reading the connection broke was not taken over")
+        #expect(await waitUntil(timeout: 10) { cam.driver.state == .streaming })
 
         await gateway.stop()
-        #expect(destinations() == [4, 2], "the card was not made the destination again: \(destinations())")
+        let d = destinations()
+        #expect(d.dropLast().allSatisfy { $0 == 4 } && d.last == 2, "the card was not made the destination again: \(d)")
         await emu.stop()
     }
 

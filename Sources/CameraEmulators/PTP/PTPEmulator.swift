@@ -132,6 +132,8 @@ public final class PTPEmulator: CameraEmulator, Sendable {
     public var canonShotsWaitingForPC: Int { model.state.withLock { $0.canonPC.count } }
     /// Canon PC target: the next `n` reads (GetPartialObject) of shots waiting for the PC fail.
     public func failNextTransfers(_ n: Int) { model.state.withLock { $0.canonFailTransfers = n } }
+    /// Canon PC target: the next `n` TransferComplete are not accepted (the shot stays).
+    public func failNextTransferCompletes(_ n: Int) { model.state.withLock { $0.canonFailTransferCompletes = n } }
     /// The stills a Sony PTP emulator shot for the PC (remote and body shots), oldest first.
     public var sonyShots: [[UInt8]] { model.state.withLock { $0.sonyShots } }
     /// Sony PTP: shots still waiting at 0xFFFFC001 (not fetched by the client yet).

@@ -69,6 +69,9 @@ final class PTPEmulatorModel: Sendable {
         var canonPC: [UInt32: (name: String, bytes: [UInt8])] = [:]
         var canonPCCount = 0
         var canonFailTransfers = 0
+        var canonFailTransferCompletes = 0
+        /// GetEvents until AvailableShots tells the PC's room after PCHDDCapacity (0: not pending).
+        var canonRoomIn = 0
         /// Fujifilm: a client set the focus point (touch-AF); the state list reports it.
         var fujiPointChosen = false
         /// Sony PTP (ptp.md §8.4): the shots waiting at 0xFFFFC001 for the PC, oldest first, and
@@ -734,7 +737,12 @@ final class PTPEmulatorModel: Sendable {
                 return PTPReply(code: PTPResponse.ok, data: Self.objectInfo(storage: 0, format: 0x3801, size: o.bytes.count,
                                                                           parent: 0, name: o.name))
             case 0x9117:
-                guard s.canonPC.removeValue(forKey: p0) != nil else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+                guard s.canonPC[p0] != nil else { return PTPReply(code: PTPResponse.invalidObjectHandle) }
+                if s.canonFailTransferCompletes > 0 {
+                    s.canonFailTransferCompletes -= 1
+                    return PTPReply(code: PTPResponse.generalError)
+                }
+                s.canonPC[p0] = nil
                 return PTPReply(code: PTPResponse.ok)
             default:
                 return nil
@@ -789,6 +797,10 @@ final class PTPEmulatorModel: Sendable {
             return PTPReply(code: PTPResponse.ok)
         case 0x9116:
             let (pending, focusIndex) = state.withLock { s -> ([UInt8], Int?) in
+                if s.canonRoomIn > 0 {
+                    s.canonRoomIn -= 1
+                    if s.canonRoomIn == 0 { Self.setAvailableShots(9999, &s) }
+                }
                 let ev = s.pendingEvents
                 s.pendingEvents.removeAll()
                 var fi: Int?
@@ -832,8 +844,9 @@ final class PTPEmulatorModel: Sendable {
             }
         case 0x911A:  // PCHDDCapacity(free clusters, cluster size, 1)
             guard params.count >= 3 else { return PTPReply(code: PTPResponse.invalidParameter) }
+            // The room shows in AvailableShots a few GetEvents later (a client must wait for it).
             state.withLock { s in
-                if s.props[Self.canonCaptureDestination]?.value == 4 { Self.setAvailableShots(9999, &s) }
+                if s.props[Self.canonCaptureDestination]?.value == 4 { s.canonRoomIn = 3 }
             }
             return PTPReply(code: PTPResponse.ok)
         case 0x9153:

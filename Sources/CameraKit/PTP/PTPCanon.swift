@@ -12,10 +12,13 @@ import Logging
 final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
     let link: PTPLink
     let captureTarget: PTPCaptureTarget?
+    /// What outlives this session: the body's own destination, shots not handed on yet.
+    let carried: CanonCarryOver
 
-    init(link: PTPLink, captureTarget: PTPCaptureTarget? = nil) {
+    init(link: PTPLink, captureTarget: PTPCaptureTarget? = nil, carried: CanonCarryOver = CanonCarryOver()) {
         self.link = link
         self.captureTarget = captureTarget
+        self.carried = carried
     }
     let vendor = PTPVendor.canon
     let pushed = false
@@ -31,8 +34,12 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
     static let availableShots: UInt16 = 0xD11B
     /// CaptureDestination values (ptp.md §8.3).
     static let destinationCard: UInt32 = 2, destinationPC: UInt32 = 4
-    /// The CaptureDestination to put back when the session ends (set once the PC target is on).
-    private let restoreDestination = Mutex<UInt32?>(nil)
+    /// True once this session made the PC the destination (the body's own is put back at stop).
+    private let routedToPC = Mutex(false)
+    /// Handles of shots for the PC this session has taken on (a repeated announcement is ignored).
+    private let claimed = Mutex<Set<UInt32>>([])
+    /// Transfers running in tasks of their own (a stop waits for them).
+    let transfersInFlight = Mutex(0)
 
     /// GetEvent once; folds its records into the cache. Returns the number of records.
     @discardableResult
@@ -43,9 +50,21 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
 
     func ingest(_ d: [UInt8]) -> Int { cache.withLock { $0.ingest(d) } }
 
-    /// Takes the shots announced since the last call.
+    /// Takes the shots announced since the last call, and those an earlier session left; a shot
+    /// for the PC already taken on by this session is not taken again.
     func takeAnnounced() -> CanonAnnounced {
-        cache.withLock { c in defer { c.announced = CanonAnnounced() }; return c.announced }
+        var a = carried.take()
+        let fresh = cache.withLock { c in defer { c.announced = CanonAnnounced() }; return c.announced }
+        a.onCard += fresh.onCard
+        a.toPC += fresh.toPC
+        a.toPC = claimed.withLock { seen in a.toPC.filter { seen.insert($0.handle).inserted } }
+        return a
+    }
+
+    /// The session ends: what was announced and not taken is left for the next one.
+    func close() {
+        carried.keep(cache.withLock { c in defer { c.announced = CanonAnnounced() }; return c.announced })
+        transport.close()
     }
 
     func setEx(_ code: UInt16, _ value: UInt32) async throws -> PTPResult {
@@ -88,13 +107,18 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
            try await call(PTPOperation.canonRequestDevicePropValue, [UInt32(Self.captureDestination)]).ok {
             try await getEvent()
         }
-        let before = cache.withLock { $0.values[Self.captureDestination] }
+        // The body's own value, once: a later session finds the PC there (livegate's doing).
+        if let before = cache.withLock({ $0.values[Self.captureDestination] }), before != Int64(Self.destinationPC) {
+            carried.keepDestination(UInt32(truncatingIfNeeded: before))
+        }
         let r = try await setEx(Self.captureDestination, Self.destinationPC)
         guard r.ok else {
             logger.warning("canon: the camera refused CaptureDestination PC (\(CameraControlError.ptp(r.code, op: PTPOperation.canonSetDevicePropValueEx))); shots stay on the card")
             return
         }
-        restoreDestination.withLock { $0 = before.map { UInt32(truncatingIfNeeded: $0) } ?? Self.destinationCard }
+        routedToPC.withLock { $0 = true }
+        // The count the camera gives once it knows the PC's room (an earlier value says nothing).
+        cache.withLock { $0.values[Self.availableShots] = nil }
         _ = try await call(PTPOperation.canonPCHDDCapacity, [0x0FFF_FFFF, 0x1000, 1])
         let by = ContinuousClock.now + .seconds(3)
         while (cache.withLock { $0.values[Self.availableShots] } ?? 0) <= 0, ContinuousClock.now < by {
@@ -169,8 +193,16 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
         try await callOK(PTPOperation.canonTouchAfPosition, [0, UInt32(p.x.rounded()), UInt32(p.y.rounded())])
     }
 
+    /// Shots being read are finished first (≤ 10 s); then the body's own destination (the card when
+    /// it was never seen) and the viewfinder off.
     func stopLiveView() async {
-        if let d = restoreDestination.withLock({ $0 }) { _ = try? await setEx(Self.captureDestination, d) }
+        let by = ContinuousClock.now + .seconds(10)
+        while transfersInFlight.withLock({ $0 }) > 0, ContinuousClock.now < by {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        if routedToPC.withLock({ $0 }) {
+            _ = try? await setEx(Self.captureDestination, carried.destination ?? Self.destinationCard)
+        }
         _ = try? await setEx(Self.evfOutputDevice, 0)
         _ = try? await call(PTPOperation.canonSetEventMode, [0])
         _ = try? await call(PTPOperation.closeSession)
@@ -183,6 +215,26 @@ struct CanonTransfer: Sendable, Equatable {
     /// 0 when the record did not say (then ObjectInfo does).
     var size: Int
     var name: String
+}
+
+/// What a Canon session leaves to the next (owned by the driver): the body's own
+/// CaptureDestination, seen before livegate set the PC, and shots announced but not handed on —
+/// a session that ended, or a read a lost connection broke off (the camera keeps a shot for the
+/// PC until TransferComplete). Whatever is left when the driver stops is reported lost.
+final class CanonCarryOver: Sendable {
+    private let state = Mutex<(destination: UInt32?, shots: CanonAnnounced)>((nil, CanonAnnounced()))
+
+    var destination: UInt32? { state.withLock { $0.destination } }
+    func keepDestination(_ d: UInt32) { state.withLock { if $0.destination == nil { $0.destination = d } } }
+    func keep(_ a: CanonAnnounced) {
+        state.withLock {
+            $0.shots.onCard += a.onCard
+            $0.shots.toPC += a.toPC
+        }
+    }
+    func take() -> CanonAnnounced {
+        state.withLock { s in defer { s.shots = CanonAnnounced() }; return s.shots }
+    }
 }
 
 /// Shots the camera announced, as GetEvent records brought them.

@@ -301,16 +301,31 @@ extension CanonPTPSession {
             if shot.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
         }
         var images: [CameraImage] = []
+        var lost: [(name: String, reason: String)] = []
         for o in shot.onCard {
-            images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
+            do {
+                images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
+            } catch {
+                lost.append((Self.shownName(o), "\(error) (it is on the card)"))
+            }
         }
+        var broken: Error?
         for t in shot.toPC {
             do {
-                images.append(try await retrying { try await self.transfer(t, fromBody: false) })
+                images.append(try await deliver(t, fromBody: false))
+            } catch let e where Self.connectionBroke(e) {
+                // The camera keeps the shot: the next session hands it on.
+                carried.keep(CanonAnnounced(toPC: [t]))
+                broken = e
             } catch {
-                await bodySink?(.lost(name: Self.shownName(t), reason: "\(error)"))
-                throw error
+                lost.append((Self.shownName(t), "\(error)"))
             }
+        }
+        // Every file of the shot was tried: what failed is said loudly, what came is answered.
+        for (name, reason) in lost { await bodySink?(.lost(name: name, reason: reason)) }
+        if images.isEmpty {
+            if let broken { throw CameraControlError.unavailable("the connection broke while the shot was read (\(broken)); it is fetched when the camera is back") }
+            if let first = lost.first { throw CameraControlError.camera(code: 0, message: "\(first.name) could not be fetched: \(first.reason)") }
         }
         return images
     }
@@ -318,20 +333,45 @@ extension CanonPTPSession {
     /// True while a capture of ours waits for its file (announced files are then ours).
     var isCapturing: Bool { capturing.withLock { $0 > 0 } }
 
-    /// Shots on the body: each fetched in a task of its own and handed to `sink` (or reported lost).
+    /// Shots on the body: each fetched in a task of its own and handed to `sink` (or reported
+    /// lost); a shot for the PC whose reading a broken connection ended waits for the next session.
     func handOn(_ shots: CanonAnnounced, to sink: @escaping CameraImageSink) {
         for o in shots.onCard {
-            handOnInTask(name: o.name, to: sink) { try await self.fetchImage(o.handle, name: o.name, fromBody: true) }
+            handOnInTask(name: Self.shownName(o), to: sink) { try await self.fetchImage(o.handle, name: o.name, fromBody: true) }
         }
         for t in shots.toPC {
-            handOnInTask(name: Self.shownName(t), to: sink) { try await self.transfer(t, fromBody: true) }
+            transfersInFlight.withLock { $0 += 1 }
+            Task {
+                defer { self.transfersInFlight.withLock { $0 -= 1 } }
+                do {
+                    await sink(.image(try await self.deliver(t, fromBody: true)))
+                } catch let e where Self.connectionBroke(e) {
+                    self.carried.keep(CanonAnnounced(toPC: [t]))
+                } catch {
+                    await sink(.lost(name: Self.shownName(t), reason: "\(error)"))
+                }
+            }
         }
     }
 
-    /// A shot waiting for the PC: GetPartialObject in blocks of at most 1 MiB up to the size the
-    /// record gave (or ObjectInfo when it gave none), then TransferComplete 0x9117 — only once every
-    /// byte is here, since the camera then lets the shot go.
-    func transfer(_ t: CanonTransfer, fromBody: Bool) async throws -> CameraImage {
+    /// A shot waiting for the PC, read (retried) and then let go with TransferComplete 0x9117 —
+    /// only once every byte is here, since the camera then drops it. A TransferComplete that fails
+    /// does not cost the image: it is logged.
+    func deliver(_ t: CanonTransfer, fromBody: Bool) async throws -> CameraImage {
+        let image = try await retrying { try await self.read(t, fromBody: fromBody) }
+        let done = try? await call(PTPOperation.canonTransferComplete, [t.handle])
+        if done?.ok != true {
+            logger.warning("canon: TransferComplete for \(image.name) was not accepted (\(done.map { "0x" + String($0.code, radix: 16) } ?? "no answer")); the image is saved")
+        }
+        return image
+    }
+
+    /// The largest shot read for the PC (a camera's claim beyond it is refused, not allocated).
+    static let largestTransfer = 1 << 30
+
+    /// A shot for the PC: GetPartialObject in blocks of at most 1 MiB up to the size the record gave
+    /// (or ObjectInfo when it gave none).
+    func read(_ t: CanonTransfer, fromBody: Bool) async throws -> CameraImage {
         var size = t.size, name = t.name
         if size == 0 || name.isEmpty {
             let info = try PTPObjectInfo(try await callOK(PTPOperation.getObjectInfo, [t.handle]).data)
@@ -339,16 +379,30 @@ extension CanonPTPSession {
             if name.isEmpty { name = info.name }
         }
         if name.isEmpty { name = Self.shownName(t) }
-        guard size > 0 else { throw CameraControlError.camera(code: 0, message: "\(name): the camera gave no size for the transfer") }
+        guard size > 0, size <= Self.largestTransfer else {
+            throw CameraControlError.camera(code: 0, message: "\(name): the camera gives \(size) bytes for the transfer")
+        }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(size)
+        bytes.reserveCapacity(min(size, 16 << 20))
         try await readPartial(t.handle, size: size, block: 1 << 20, what: name) { bytes += $0 }
-        try await callOK(PTPOperation.canonTransferComplete, [t.handle])
         return CameraImage(name: name, bytes: bytes, fromBody: fromBody)
+    }
+
+    /// The connection to the camera went or stopped answering (the camera still holds what was
+    /// being read); a malformed answer is not that.
+    static func connectionBroke(_ e: any Error) -> Bool {
+        switch e as? PTPTransportError {
+        case .closed, .timeout: return true
+        default: return false
+        }
     }
 
     static func shownName(_ t: CanonTransfer) -> String {
         t.name.isEmpty ? "object 0x\(String(t.handle, radix: 16, uppercase: true))" : t.name
+    }
+
+    static func shownName(_ o: (handle: UInt32, name: String)) -> String {
+        o.name.isEmpty ? "object 0x\(String(o.handle, radix: 16, uppercase: true))" : o.name
     }
 }
 

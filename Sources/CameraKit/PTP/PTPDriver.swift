@@ -114,6 +114,8 @@ public final class PTPDriver: CameraDriver, Sendable {
     private let sessionBox = Mutex<(any PTPVendorSession)?>(nil)
     /// Where pictures shot on the body go (`StillCapturing.setImageSink`).
     let imageSink = Mutex<CameraImageSink?>(nil)
+    /// Canon: what one session leaves to the next (`CanonCarryOver`).
+    let canonCarryOver = CanonCarryOver()
     /// Card paths to object handles, from the last listing (`PTPCard.swift`).
     let cardHandles = Mutex<[String: UInt32]>([:])
     private let vendorBox: Mutex<PTPVendor?>
@@ -164,6 +166,14 @@ public final class PTPDriver: CameraDriver, Sendable {
             await s.stopLiveView()
             s.close()
         }
+        // Shots the camera announced that no session could hand on: said loudly.
+        let left = canonCarryOver.take()
+        if let sink = imageSink.withLock({ $0 }) {
+            for o in left.onCard { await sink(.lost(name: o.name, reason: "livegate stopped before fetching it; it is on the card")) }
+            for t in left.toPC {
+                await sink(.lost(name: CanonPTPSession.shownName(t), reason: "livegate stopped before the camera handed it over"))
+            }
+        }
     }
 
     private func takeSession() -> (any PTPVendorSession)? {
@@ -208,7 +218,7 @@ public final class PTPDriver: CameraDriver, Sendable {
             switch vendor {
             case .nikon: return NikonPTPSession(link: link)
             case .sony: return SonyPTPSession(link: link)
-            case .canon: return CanonPTPSession(link: link, captureTarget: endpoint.captureTarget)
+            case .canon: return CanonPTPSession(link: link, captureTarget: endpoint.captureTarget, carried: canonCarryOver)
             case .fuji:
                 return FujiPTPSession(link: link, host: endpoint.host, eventPort: endpoint.eventPort,
                                       liveViewPort: endpoint.liveViewPort, group: group)
