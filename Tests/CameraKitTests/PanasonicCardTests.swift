@@ -15,6 +15,28 @@ struct PanasonicCardTests {
             + "</u:BrowseResponse></s:Body></s:Envelope>"
     }
 
+    /// A root grouped by day: containers with their `childCount` when listed (a negative or
+    /// garbled one is none).
+    @Test func dayContainersCarryTheirChildCount() throws {
+        let didl = """
+        <DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/"><container id="11262026DIR" parentID="0" childCount="12">        <dc:title>2026-11-26</dc:title></container><container id="11272026DIR" parentID="0"></container>        <container id="11282026DIR" childCount="-3"></container><container id="X" childCount="many"></container></DIDL-Lite>
+        """
+        let page = try PanasonicCard.parseBrowse(Self.envelope(didl, returned: 4, total: 4))
+        #expect(page.items.isEmpty)
+        #expect(page.containers == [PanasonicContainer(id: "11262026DIR", childCount: 12), PanasonicContainer(id: "11272026DIR", childCount: nil),
+                                    PanasonicContainer(id: "11282026DIR", childCount: nil), PanasonicContainer(id: "X", childCount: nil)])
+    }
+
+    /// A listing lowers the known counts (files deleted on the body) but never raises them: items
+    /// above the known counts stay new; a container the census did not know counts as empty.
+    @Test func aListingOnlyLowersTheKnownCounts() {
+        let known = PanasonicCensus(top: 2, containers: ["A": 5, "B": 3])
+        let listed = PanasonicCensus(top: 3, containers: ["A": 7, "B": 1, "C": 4])
+        #expect(known.lowered(to: listed) == PanasonicCensus(top: 2, containers: ["A": 5, "B": 1, "C": 0]))
+        #expect(PanasonicCensus(top: 10).lowered(to: PanasonicCensus(top: 8)) == PanasonicCensus(top: 8))
+        #expect(PanasonicCensus(top: 8).lowered(to: PanasonicCensus(top: 10)) == PanasonicCensus(top: 8))
+    }
+
     @Test func anOlderBodysItemHasItsDownloadNameAndNoSize() throws {
         let didl = """
         <DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/" xmlns:dc="http://purl.org/dc/elements/1.1/" \

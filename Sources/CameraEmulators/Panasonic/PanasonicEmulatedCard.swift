@@ -13,7 +13,11 @@ final class PanasonicEmulatedCard: Sendable {
         var thumbnail: [UInt8]
         var date: Date
         var writtenAtNanos: UInt64
+        /// The shooting day (its container on a card grouped by day).
+        var day: Int
         var id: String { String(format: "100%04d", number) }
+        /// The day's container: month, day, year and `DIR`, as the bodies name them.
+        var containerID: String { PanasonicEmulatedCard.containerID(day: day) }
         var jpegName: String { String(format: "P100%04d.JPG", number) }
         var rawName: String { String(format: "P100%04d.RW2", number) }
     }
@@ -23,7 +27,12 @@ final class PanasonicEmulatedCard: Sendable {
         var listsNamesAndSizes = true
         var writeSeconds = 0.4
         var rawPlusJPEG = false
+        /// The root lists one container per day, items inside; with or without `childCount`.
+        var groupsByDay = false
+        var listsChildCount = true
     }
+
+    static func containerID(day: Int) -> String { String(format: "11%02d2026DIR", 25 + day) }
 
     private struct State {
         var items: [Item] = []
@@ -32,6 +41,7 @@ final class PanasonicEmulatedCard: Sendable {
         var refuseShots: String?
         /// A movie is being recorded (the card is written all along).
         var recording = false
+        var day = 1
     }
     private let state = Mutex(State())
 
@@ -43,6 +53,10 @@ final class PanasonicEmulatedCard: Sendable {
         get { state.withLock { $0.refuseShots } }
         set { state.withLock { $0.refuseShots = newValue } }
     }
+    var day: Int {
+        get { state.withLock { $0.day } }
+        set { state.withLock { $0.day = newValue } }
+    }
 
     /// Writes a shot (its JPEG as given, a RAW beside it when so set); returns the JPEG's name.
     @discardableResult
@@ -52,7 +66,7 @@ final class PanasonicEmulatedCard: Sendable {
             let thumb = EmulatedThumbnail.jpeg(showing: n) ?? []
             let raw: [UInt8]? = s.options.rawPlusJPEG ? Array("IIU\u{0}RW2 emulated raw \(n)".utf8) + [UInt8](repeating: UInt8(n & 0xFF), count: 4096) : nil
             let item = Item(number: n, jpeg: jpeg, raw: raw, thumbnail: thumb, date: Date(),
-                            writtenAtNanos: now + UInt64(max(0, s.options.writeSeconds) * 1e9))
+                            writtenAtNanos: now + UInt64(max(0, s.options.writeSeconds) * 1e9), day: s.day)
             s.items.append(item)
             return item.jpegName
         }
@@ -106,16 +120,41 @@ final class PanasonicEmulatedCard: Sendable {
         }
     }
 
-    /// `Result` of a Browse of the root: items `start ..< start+count` (at most 50), escaped DIDL-Lite.
-    func browse(start: Int, count: Int, base: String) -> (didl: String, returned: Int, total: Int) {
-        let all = written()
+    /// `Result` of a Browse of `objectID`: its entries `start ..< start+count` (at most 50) as
+    /// escaped DIDL-Lite — the root's items on a flat card, the day containers on a card grouped
+    /// by day and then each container's items; nil for an object that does not exist.
+    func browse(objectID: String, start: Int, count: Int, base: String) -> (didl: String, returned: Int, total: Int)? {
+        let written = written()
         let options = self.options
-        let slice = start < all.count ? Array(all[start..<min(all.count, start + min(50, max(0, count)))]) : []
         var didl = "<DIDL-Lite xmlns=\"urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\""
             + " xmlns:upnp=\"urn:schemas-upnp-org:metadata-1-0/upnp/\">"
+        func page<T>(_ all: [T]) -> [T] {
+            start < all.count ? Array(all[start..<min(all.count, start + min(50, max(0, count)))]) : []
+        }
+        if options.groupsByDay && objectID == "0" {
+            let days = Array(Set(written.map(\.day))).sorted()
+            let slice = page(days)
+            for d in slice {
+                let n = written.filter { $0.day == d }.count
+                let childCount = options.listsChildCount ? " childCount=\"\(n)\"" : ""
+                didl += "<container id=\"\(Self.containerID(day: d))\" parentID=\"0\" restricted=\"1\"\(childCount)>"
+                    + "<dc:title>2026-11-\(25 + d)</dc:title><upnp:class>object.container</upnp:class></container>"
+            }
+            return (Self.escape(didl + "</DIDL-Lite>"), slice.count, days.count)
+        }
+        let all: [Item]
+        if options.groupsByDay {
+            all = written.filter { $0.containerID == objectID }
+            guard !all.isEmpty else { return nil }
+        } else {
+            guard objectID == "0" else { return nil }
+            all = written
+        }
+        let slice = page(all)
+        let parent = options.groupsByDay ? objectID : "0"
         let iso = ISO8601DateFormatter()
         for i in slice {
-            didl += "<item id=\"\(i.id)\" parentID=\"0\" restricted=\"0\"><dc:title>100-\(String(format: "%04d", i.number))</dc:title>"
+            didl += "<item id=\"\(i.id)\" parentID=\"\(parent)\" restricted=\"0\"><dc:title>100-\(String(format: "%04d", i.number))</dc:title>"
             if options.listsNamesAndSizes { didl += "<dc:date>\(iso.string(from: i.date))</dc:date>" }
             didl += "<upnp:class name=\"imageItem\">object.item.imageItem</upnp:class>"
             func res(_ mime: String, _ profile: String, _ file: String, size: Int, name: String?) {
@@ -160,11 +199,11 @@ final class PanasonicEmulatedCard: Sendable {
             """)
         }
         guard playMode else { return fault(720, "Cannot process the request") }
-        guard element("ObjectID") == "0", let start = element("StartingIndex").flatMap({ Int($0) }),
-              let count = element("RequestedCount").flatMap({ Int($0) }), start >= 0 else {
+        guard let objectID = element("ObjectID"), let start = element("StartingIndex").flatMap({ Int($0) }),
+              let count = element("RequestedCount").flatMap({ Int($0) }), start >= 0,
+              let (didl, returned, total) = browse(objectID: objectID, start: start, count: count, base: base) else {
             return fault(701, "No such object")
         }
-        let (didl, returned, total) = browse(start: start, count: count, base: base)
         return (200, """
         <?xml version="1.0" encoding="utf-8"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/" \
         s:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/"><s:Body><u:BrowseResponse \

@@ -32,6 +32,10 @@ public final class PanasonicEmulator: CameraEmulator, Sendable {
         public var rawPlusJPEG = false
         /// How long writing a shot to the card takes.
         public var cardWriteSeconds = 0.4
+        /// The card's root lists one container per shooting day, the items inside (G9II-style);
+        /// `cardListsChildCount` says whether each container carries `childCount`.
+        public var cardGroupsByDay = false
+        public var cardListsChildCount = true
         public init() {}
     }
 
@@ -85,6 +89,8 @@ public final class PanasonicEmulator: CameraEmulator, Sendable {
         options.listsNamesAndSizes = configuration.cardListsNamesAndSizes
         options.rawPlusJPEG = configuration.rawPlusJPEG
         options.writeSeconds = configuration.cardWriteSeconds
+        options.groupsByDay = configuration.cardGroupsByDay
+        options.listsChildCount = configuration.cardListsChildCount
         state.card.options = options
     }
 
@@ -150,6 +156,9 @@ public final class PanasonicEmulator: CameraEmulator, Sendable {
     public var cardNames: [String] { state.card.fileNames }
     /// The thumbnail served for the n-th shot (1-based).
     public func thumbnail(shot n: Int) -> [UInt8]? { state.card.download(String(format: "DT100%04d.JPG", n)) }
+    /// The shooting day the next shots are written on (1 at start; a card grouped by day puts each
+    /// day in its own container).
+    public func setShootingDay(_ day: Int) { state.card.day = day }
     /// A movie recorded with the body's button: `getstate` says `rec` on and the card is written.
     public func recordMovieOnBody(_ on: Bool) { state.card.recording = on }
     /// Refuses shots with this `cam.cgi` result (`err_reject`; nil: accept them again).

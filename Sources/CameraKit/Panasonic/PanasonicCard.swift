@@ -56,11 +56,17 @@ extension Character {
     fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }
 
+/// A container of the card's top level: its id and, when the camera lists it, `childCount`.
+struct PanasonicContainer: Sendable, Equatable {
+    var id: String
+    var childCount: Int?
+}
+
 /// One page of a ContentDirectory Browse answer.
 struct PanasonicBrowsePage: Sendable {
     var items: [PanasonicCardItem]
     /// Containers (newer bodies group by date, `01111980DIR`): browsed in turn.
-    var containers: [String]
+    var containers: [PanasonicContainer]
     var returned: Int
     var total: Int
 }
@@ -118,9 +124,9 @@ enum PanasonicCard {
 
     /// The items and containers of a DIDL-Lite document. Items without an id or without any
     /// resource are skipped; element prefixes are ignored (`dc:title` = `title`).
-    static func parseDIDL(_ text: String) -> (items: [PanasonicCardItem], containers: [String]) {
+    static func parseDIDL(_ text: String) -> (items: [PanasonicCardItem], containers: [PanasonicContainer]) {
         var items: [PanasonicCardItem] = []
-        var containers: [String] = []
+        var containers: [PanasonicContainer] = []
         var item: PanasonicCardItem?
         var element: (name: String, attributes: [String: String])?
         var content = ""
@@ -132,7 +138,10 @@ enum PanasonicCard {
                 case "item":
                     item = PanasonicCardItem(id: tag.attributes["id"] ?? "", title: "", date: nil, resources: [])
                 case "container":
-                    if let id = tag.attributes["id"], !id.isEmpty { containers.append(id) }
+                    if let id = tag.attributes["id"], !id.isEmpty {
+                        let n = tag.attributes["childCount"].flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+                        containers.append(PanasonicContainer(id: id, childCount: n))
+                    }
                 default:
                     element = (name, tag.attributes)
                     content = ""

@@ -2,6 +2,27 @@ import Foundation
 import LiveViewCore
 public import NIOCore
 
+/// How many items the card holds, and where: the item count of a flat card (items at its top), or
+/// each container's item count on bodies that group the card by day. Items past these counts are
+/// shots not handed on yet.
+struct PanasonicCensus: Sendable, Equatable {
+    /// Top-level entries (`TotalMatches` of the root): items on a flat card.
+    var top: Int
+    /// Item count per container id (empty on a flat card).
+    var containers: [String: Int] = [:]
+
+    var isFlat: Bool { containers.isEmpty }
+
+    /// What a listing found, taken into the known census: counts only go down (files deleted on
+    /// the body) — anything above the known counts stays new for the next look — and a container
+    /// the census did not know counts as empty.
+    func lowered(to listed: PanasonicCensus) -> PanasonicCensus {
+        var out = PanasonicCensus(top: min(top, listed.top))
+        for (id, n) in listed.containers { out.containers[id] = min(containers[id] ?? 0, n) }
+        return out
+    }
+}
+
 /// What the driver knows of the card between requests.
 final class PanasonicCardState: Sendable {
     struct Entry: Sendable {
@@ -10,8 +31,8 @@ final class PanasonicCardState: Sendable {
         var thumbnail: PanasonicCardItem.Resource?
     }
     private struct State {
-        /// `TotalMatches` of the last Browse: items at this index and beyond are new.
-        var total: Int?
+        /// The card's counts when livegate last looked: items beyond them are new.
+        var census: PanasonicCensus?
         var sink: CameraImageSink?
         /// The last `remaincapacity` / `sd_access` a keep-alive saw (a change = a shot on the body).
         var remaining: String?
@@ -23,11 +44,11 @@ final class PanasonicCardState: Sendable {
 
     var sink: CameraImageSink? { state.withLock { $0.sink } }
     func setSink(_ s: @escaping CameraImageSink) { state.withLock { $0.sink = s } }
-    var total: Int? { state.withLock { $0.total } }
-    func setTotal(_ t: Int?) { state.withLock { $0.total = t } }
+    var census: PanasonicCensus? { state.withLock { $0.census } }
+    func setCensus(_ c: PanasonicCensus?) { state.withLock { $0.census = c } }
 
-    /// A new session: the card may have changed while the camera was away (the item count is
-    /// kept: shots taken meanwhile are new).
+    /// A new session: the card may have changed while the camera was away (the counts are kept:
+    /// shots taken meanwhile are new).
     func reset() {
         listing.invalidate()
         state.withLock {
@@ -36,11 +57,11 @@ final class PanasonicCardState: Sendable {
         }
     }
 
-    /// A listing. The item count moves only down (files deleted on the body) or from unknown:
-    /// items past the known count are shots not handed on yet, which leaving play mode looks for.
-    func store(_ entries: [Entry], total: Int) -> [String: Entry] {
+    /// A listing. Counts move only down or from unknown (`PanasonicCensus.lowered`): items past
+    /// the known counts are shots not handed on yet, which leaving play mode looks for.
+    func store(_ entries: [Entry], census listed: PanasonicCensus) -> [String: Entry] {
         state.withLock {
-            if $0.total == nil || total < $0.total! || $0.sink == nil { $0.total = total }
+            if let known = $0.census, $0.sink != nil { $0.census = known.lowered(to: listed) } else { $0.census = listed }
         }
         return listing.store(entries, path: \.file.path)
     }
@@ -51,9 +72,14 @@ final class PanasonicCardState: Sendable {
         state.withLock { s in
             let changed = remaining != nil && s.remaining != nil && remaining != s.remaining
             if let remaining { s.remaining = remaining }
-            if !cardInUse && (changed || cardAccess == "on") && s.sink != nil && s.total != nil { s.pendingBodyShot = true }
+            if !cardInUse && (changed || cardAccess == "on") && s.sink != nil && s.census != nil { s.pendingBodyShot = true }
             return s.pendingBodyShot
         }
+    }
+
+    /// A shot on the body may be on its way to the card: the next keep-alive looks for it.
+    func markBodyShot() {
+        state.withLock { s in if s.sink != nil && s.census != nil { s.pendingBodyShot = true } }
     }
 
     func takePendingBodyShot() -> Bool {
@@ -100,6 +126,9 @@ extension PanasonicDriver {
             if let r = try? await camcgi.call(mode: "getstate", timeout: .seconds(2)), r.elements["cammode"] != "play" {
                 // What the card looks like after livegate's own work: the next change is the body's.
                 _ = card.observe(remaining: r.elements["remaincapacity"], cardAccess: nil, cardInUse: true)
+                // Unless the card is being written right now: a shot on the body while livegate
+                // switched back (its own shots are written by then), looked for at the next keep-alive.
+                if r.elements["sd_access"] == "on" && r.elements["rec"] != "on" { card.markBodyShot() }
                 break
             }
             guard ContinuousClock.now < deadline else {
@@ -166,13 +195,13 @@ extension PanasonicDriver {
         }
     }
 
-    /// Every item from index `start` on (pages of 50; containers browsed one level down), and the
-    /// card's item count. Bounded: at most `PanasonicCard.maxItems` items, 1 000 containers and as
-    /// many pages as those need; a page that brings nothing ends a walk (a camera whose counts
-    /// never add up does not hold the card forever).
-    func browseAll(from start: Int = 0) async throws -> (items: [PanasonicCardItem], total: Int) {
+    /// Every item from index `start` of `objectID` on (pages of 50; the root's containers browsed
+    /// one level down), and the counts seen. Bounded: at most `PanasonicCard.maxItems` items, 1 000
+    /// containers and as many pages as those need; a page that brings nothing ends a walk (a camera
+    /// whose counts never add up does not hold the card forever).
+    func browseAll(from start: Int = 0, in objectID: String = "0") async throws -> (items: [PanasonicCardItem], census: PanasonicCensus) {
         var items: [PanasonicCardItem] = []
-        var containers: [String] = []
+        var containers: [PanasonicContainer] = []
         var pagesLeft = PanasonicCard.maxItems / PanasonicCard.pageSize + 1_000
         func walk(_ objectID: String, from first: Int) async throws -> Int {
             var index = first
@@ -190,25 +219,54 @@ extension PanasonicDriver {
             }
             return total
         }
-        let total = try await walk("0", from: start)
+        var census = PanasonicCensus(top: try await walk(objectID, from: start))
         for container in containers where items.count < PanasonicCard.maxItems && pagesLeft > 0 {
-            _ = try await walk(container, from: 0)
+            census.containers[container.id] = try await walk(container.id, from: 0)
         }
-        return (items, total)
+        return (items, census)
+    }
+
+    /// The card's counts now: the root's item count on a flat card; on a card grouped in
+    /// containers each one's `childCount`, or its own `TotalMatches` when the camera lists none
+    /// (one Browse per container, at most 1 000).
+    func census() async throws -> PanasonicCensus {
+        // A flat card (its first entry an item, or nothing): its count is all there is to know.
+        let probe = try await browse(start: 0, count: 1)
+        var census = PanasonicCensus(top: probe.total)
+        if probe.containers.isEmpty { return census }
+        var index = 0
+        var pagesLeft = 1_000 / PanasonicCard.pageSize + 1
+        var containers: [PanasonicContainer] = []
+        while pagesLeft > 0 {
+            pagesLeft -= 1
+            let page = try await browse(start: index, count: PanasonicCard.pageSize)
+            census.top = page.total
+            containers += page.containers.prefix(max(0, 1_000 - containers.count))
+            let returned = min(page.returned, PanasonicCard.pageSize)
+            guard returned > 0, !page.containers.isEmpty else { break }
+            index += returned
+            if index >= page.total { break }
+        }
+        for c in containers {
+            if let n = c.childCount { census.containers[c.id] = n } else {
+                census.containers[c.id] = try await browse(objectID: c.id, start: 0, count: 1).total
+            }
+        }
+        return census
     }
 
     /// The card's files; a listing of the last few seconds is reused.
     func cardEntries() async throws -> [String: PanasonicCardState.Entry] {
         if let fresh = card.listing.fresh { return fresh }
         return try await withCard {
-            let (items, total) = try await browseAll()
+            let (items, census) = try await browseAll()
             let entries = items.flatMap { item in
                 item.files.map { f in
                     PanasonicCardState.Entry(file: CameraFile(path: f.path, size: f.resource.size ?? 0, date: item.date),
                                              resource: f.resource, thumbnail: item.thumbnail ?? item.preview)
                 }
             }
-            return card.store(entries, total: total)
+            return card.store(entries, census: census)
         }
     }
 
@@ -263,18 +321,22 @@ extension PanasonicDriver {
         return (images, lost)
     }
 
-    /// The items added since `before` items were on the card (all of the last page when files went
-    /// away meanwhile).
-    func itemsAdded(since before: Int) async throws -> [PanasonicCardItem] {
-        let probe = try await browse(start: 0, count: 1)
-        // Fewer items than before: files were deleted on the body, and which are new cannot be
-        // told from the count (none are taken rather than old ones handed on again).
-        guard before < probe.total else {
-            card.setTotal(probe.total)
-            return []
+    /// The items added since the card held `before`: on a flat card those past its count, on a
+    /// card grouped by day those past each container's count (a new container's all). A count
+    /// that went down means files were deleted on the body, and which are new cannot be told from
+    /// it: none are taken there rather than old ones handed on again.
+    func itemsAdded(since before: PanasonicCensus) async throws -> [PanasonicCardItem] {
+        let now = try await census()
+        card.setCensus(now)
+        if now.isFlat && before.isFlat {
+            guard before.top < now.top else { return [] }
+            return try await browseAll(from: before.top).items
         }
-        let (items, total) = try await browseAll(from: before)
-        card.setTotal(total)
+        var items: [PanasonicCardItem] = []
+        for (id, n) in now.containers.sorted(by: { $0.key < $1.key }) {
+            let had = before.containers[id] ?? 0
+            if had < n { items += try await browseAll(from: had, in: id).items }
+        }
         return items
     }
 
@@ -304,9 +366,8 @@ extension PanasonicDriver {
         card.reset()
         guard card.sink != nil, let r = try? await camcgi.call(mode: "getstate", timeout: .seconds(3)) else { return }
         _ = card.observe(remaining: r.elements["remaincapacity"], cardAccess: nil, cardInUse: true)
-        guard card.total == nil, r.elements["cammode"] == "play",
-              let page = try? await browse(start: 0, count: 1) else { return }
-        card.setTotal(page.total)
+        guard card.census == nil, r.elements["cammode"] == "play", let counts = try? await census() else { return }
+        card.setCensus(counts)
     }
 
     /// A keep-alive saw the card change without livegate: the new items are fetched in a task of
@@ -332,7 +393,7 @@ extension PanasonicDriver {
     /// In play mode: items past the card's known count are shots nobody has handed on; fetched and
     /// given to the sink (or reported lost).
     func fetchItemsPastKnownCount() async {
-        guard let sink = card.sink, let before = card.total else { return }
+        guard let sink = card.sink, let before = card.census else { return }
         do {
             let fresh = try await itemsAdded(since: before)
             let (images, lost) = await fetchNew(fresh, fromBody: true)
@@ -386,15 +447,15 @@ extension PanasonicDriver: StillCapturing {
         guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
         defer { card.listing.invalidate() }
         return try await playMode.run(linger: .zero) {
-            var before = card.total
+            var before = card.census
             if before == nil || playMode.inCardMode {
                 try await enterPlayMode()
                 if before == nil {
-                    before = try await browse(start: 0, count: 1).total
+                    before = try await census()
                 } else {
                     // Shots taken while the card was in use go to the sink first, not into this shot.
                     await fetchItemsPastKnownCount()
-                    before = card.total
+                    before = card.census
                 }
             }
             if playMode.inCardMode { try await enterRecordMode() }
@@ -406,7 +467,7 @@ extension PanasonicDriver: StillCapturing {
             }
             try await enterPlayMode()
             try await waitForCardWrite()
-            let fresh = try await itemsAdded(since: before ?? 0)
+            let fresh = try await itemsAdded(since: before ?? PanasonicCensus(top: 0))
             guard !fresh.isEmpty else {
                 throw CameraControlError.camera(code: 0, message: "the shot was taken but no new item appeared on the card "
                     + "(or files were deleted on the camera meanwhile); it is on the card")
