@@ -27,12 +27,22 @@ struct PanasonicCardTests {
                                     PanasonicContainer(id: "11282026DIR", childCount: nil), PanasonicContainer(id: "X", childCount: nil)])
     }
 
-    /// A listing lowers the known counts (files deleted on the body) but never raises them: items
-    /// above the known counts stay new; a container the census did not know counts as empty.
+    /// A listing lowers the known counts (files deleted on the body) but never raises them, and
+    /// keeps the old childCount so that the next look reads the container again; a container the
+    /// census did not know counts as empty; one the listing did not reach stays as it was.
     @Test func aListingOnlyLowersTheKnownCounts() {
-        let known = PanasonicCensus(top: 2, containers: ["A": 5, "B": 3])
-        let listed = PanasonicCensus(top: 3, containers: ["A": 7, "B": 1, "C": 4])
-        #expect(known.lowered(to: listed) == PanasonicCensus(top: 2, containers: ["A": 5, "B": 1, "C": 0]))
+        typealias C = PanasonicCensus.Container
+        let known = PanasonicCensus(top: 3, containers: ["A": C(items: 5, childCount: 5), "B": C(items: 3, childCount: 3),
+                                                         "D": C(items: 9, childCount: 9), "E": C(items: nil, childCount: 2)],
+                                    order: ["A", "B", "D", "E"])
+        let listed = PanasonicCensus(top: 4, containers: ["A": C(items: 7, childCount: 7), "B": C(items: 1, childCount: 1),
+                                                          "C": C(items: 4, childCount: 4), "E": C(items: 2, childCount: 2)],
+                                     order: ["A", "B", "C", "E"])
+        let merged = known.lowered(to: listed)
+        #expect(merged.top == 3)
+        #expect(merged.containers == ["A": C(items: 5, childCount: 5), "B": C(items: 1, childCount: 3), "C": C(items: 0, childCount: nil),
+                                      "D": C(items: 9, childCount: 9), "E": C(items: 2, childCount: 2)])
+        #expect(merged.order == ["A", "B", "D", "E", "C"])
         #expect(PanasonicCensus(top: 10).lowered(to: PanasonicCensus(top: 8)) == PanasonicCensus(top: 8))
         #expect(PanasonicCensus(top: 8).lowered(to: PanasonicCensus(top: 10)) == PanasonicCensus(top: 8))
     }

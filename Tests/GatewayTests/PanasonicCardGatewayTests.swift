@@ -95,35 +95,48 @@ import Testing
     }
 
     /// Newer bodies group the card by shooting day (one container per day at the root): a shot
-    /// that lands in an existing day's container, and one that opens a new day, are each found and
-    /// fetched — with the containers' `childCount` or, where a body lists none, their own counts.
+    /// that lands in an existing day's container, one taken on the body while livegate returns to
+    /// record mode, and one that opens a new day, are each found and fetched once — with the
+    /// containers' `childCount` (here counting files, RAW+JPEG as two, unlike the container's own
+    /// count) or, where a body lists none, their own counts; a listing before the shot changes
+    /// nothing.
     @Test(arguments: [true, false])
     func aCardGroupedByDayFindsEachNewShotInItsContainer(listsChildCount: Bool) async throws {
         let emu = try await emulator {
             $0.cardGroupsByDay = true
             $0.cardListsChildCount = listsChildCount
+            $0.rawPlusJPEG = listsChildCount
         }
         emu.shootOnBody()
         emu.shootOnBody()  // two shots of day 1 already on the card
+        let old = Set(emu.cardNames)
         let dir = try temporaryDirectory("livegate-pana-days")
         defer { try? FileManager.default.removeItem(at: dir) }
         let gateway = try await startGateway(camera: emu.cameraURL, label: "pana-days") { $0.capturesDirectory = dir.path }
         let cam = try #require(gateway.cameras.first)
         #expect(await waitUntil(timeout: 20) { cam.driver.state == .streaming && cam.driver.stats.frames > 5 })
+        let card = try #require(cam.driver as? any CardBrowsing)
+        #expect(Set(try await card.listFiles().map(\.name)) == old)
         let files = try await gateway.capture(camera: cam, autofocus: false)
-        #expect(files.map(\.cameraName) == ["P1000003.JPG"], "\(files.map(\.cameraName))")
-        #expect(Array(FileManager.default.contents(atPath: files[0].path) ?? Data()) == emu.cardFile("P1000003.JPG"))
+        #expect(files.map(\.cameraName) == (listsChildCount ? ["P1000003.JPG", "P1000003.RW2"] : ["P1000003.JPG"]), "\(files.map(\.cameraName))")
+        for f in files { #expect(Array(FileManager.default.contents(atPath: f.path) ?? Data()) == emu.cardFile(f.cameraName)) }
 
+        // At once, while livegate goes back to record mode: a shot on the body, same day.
+        let sameDay = emu.shootOnBody()
+        #expect(await waitUntil(timeout: 20) { gateway.captures(camera: "cam0").contains { $0.cameraName == sameDay } },
+                "the body shot \(sameDay) taken during the switch back was not fetched")
         // The next day: its shot opens a container of its own, and is fetched by itself.
         #expect(await waitUntil(timeout: 10) { emu.isStreaming && emu.currentSettings["cammode"] == "rec" })
         emu.setShootingDay(2)
-        let body = emu.shootOnBody()
-        #expect(await waitUntil(timeout: 20) { gateway.captures(camera: "cam0").contains { $0.cameraName == body } },
-                "the body shot \(body) was not fetched")
+        let nextDay = emu.shootOnBody()
+        #expect(await waitUntil(timeout: 20) { gateway.captures(camera: "cam0").contains { $0.cameraName == nextDay } },
+                "the body shot \(nextDay) was not fetched")
         try await Task.sleep(for: .seconds(3))  // more keep-alives: nothing fetched twice
-        #expect(gateway.captures(camera: "cam0").map(\.cameraName).sorted() == ["P1000003.JPG", body],
-                "\(gateway.captures(camera: "cam0").map(\.cameraName))")
-        let card = try #require(cam.driver as? any CardBrowsing)
+        let saved = gateway.captures(camera: "cam0").map(\.cameraName)
+        #expect(saved.sorted() == emu.cardNames.filter { !old.contains($0) }.sorted(), "\(saved)")
+        for c in gateway.captures(camera: "cam0") {
+            #expect(Array(FileManager.default.contents(atPath: c.path) ?? Data()) == emu.cardFile(c.cameraName), "\(c.cameraName)")
+        }
         #expect(try await card.listFiles().map(\.name).sorted() == emu.cardNames.sorted())
         await gateway.stop()
         await emu.stop()

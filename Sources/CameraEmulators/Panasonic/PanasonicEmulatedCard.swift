@@ -135,7 +135,9 @@ final class PanasonicEmulatedCard: Sendable {
             let days = Array(Set(written.map(\.day))).sorted()
             let slice = page(days)
             for d in slice {
-                let n = written.filter { $0.day == d }.count
+                // childCount counts files here (a RAW+JPEG item is two): a body's count need not be
+                // the container's TotalMatches.
+                let n = written.filter { $0.day == d }.reduce(0) { $0 + ($1.raw == nil ? 1 : 2) }
                 let childCount = options.listsChildCount ? " childCount=\"\(n)\"" : ""
                 didl += "<container id=\"\(Self.containerID(day: d))\" parentID=\"0\" restricted=\"1\"\(childCount)>"
                     + "<dc:title>2026-11-\(25 + d)</dc:title><upnp:class>object.container</upnp:class></container>"

@@ -2,23 +2,45 @@ import Foundation
 import LiveViewCore
 public import NIOCore
 
-/// How many items the card holds, and where: the item count of a flat card (items at its top), or
-/// each container's item count on bodies that group the card by day. Items past these counts are
-/// shots not handed on yet.
+/// How far livegate knows the card: the item count of a flat card (items at its root), or, on
+/// bodies that group the card in one container per shooting day, each container's. Items past
+/// these counts are shots not handed on yet.
 struct PanasonicCensus: Sendable, Equatable {
-    /// Top-level entries (`TotalMatches` of the root): items on a flat card.
+    /// One container: the index its new items start at (its `TotalMatches` when livegate last read
+    /// it; nil when never read) and the `childCount` the root listed for it then (a change says the
+    /// container changed; nil when the body lists none).
+    struct Container: Sendable, Equatable {
+        var items: Int?
+        var childCount: Int?
+    }
+    /// The root's `TotalMatches`: the items of a flat card.
     var top: Int
-    /// Item count per container id (empty on a flat card).
-    var containers: [String: Int] = [:]
+    var containers: [String: Container] = [:]
+    /// The containers in the root's order (the order new items are handed on in).
+    var order: [String] = []
 
     var isFlat: Bool { containers.isEmpty }
 
-    /// What a listing found, taken into the known census: counts only go down (files deleted on
-    /// the body) — anything above the known counts stays new for the next look — and a container
-    /// the census did not know counts as empty.
+    /// What a listing found, taken into the known census: counts only go down (files deleted on the
+    /// body) — anything above the known counts stays new for the next look, and the old
+    /// `childCount` is kept so that look reads the container again — a container the census did not
+    /// know counts as empty, and one the listing did not reach stays as it was.
     func lowered(to listed: PanasonicCensus) -> PanasonicCensus {
-        var out = PanasonicCensus(top: min(top, listed.top))
-        for (id, n) in listed.containers { out.containers[id] = min(containers[id] ?? 0, n) }
+        var out = self
+        out.top = min(top, listed.top)
+        for id in listed.order {
+            guard let l = listed.containers[id] else { continue }
+            if let k = containers[id] {
+                let items: Int? = switch (k.items, l.items) {
+                case let (a?, b?): min(a, b)
+                case let (a, b): a ?? b
+                }
+                out.containers[id] = Container(items: items, childCount: k.childCount)
+            } else {
+                out.containers[id] = Container(items: 0, childCount: nil)
+                out.order.append(id)
+            }
+        }
         return out
     }
 }
@@ -77,11 +99,6 @@ final class PanasonicCardState: Sendable {
         }
     }
 
-    /// A shot on the body may be on its way to the card: the next keep-alive looks for it.
-    func markBodyShot() {
-        state.withLock { s in if s.sink != nil && s.census != nil { s.pendingBodyShot = true } }
-    }
-
     func takePendingBodyShot() -> Bool {
         state.withLock { s in
             defer { s.pendingBodyShot = false }
@@ -125,10 +142,13 @@ extension PanasonicDriver {
         while true {
             if let r = try? await camcgi.call(mode: "getstate", timeout: .seconds(2)), r.elements["cammode"] != "play" {
                 // What the card looks like after livegate's own work: the next change is the body's.
-                _ = card.observe(remaining: r.elements["remaincapacity"], cardAccess: nil, cardInUse: true)
-                // Unless the card is being written right now: a shot on the body while livegate
-                // switched back (its own shots are written by then), looked for at the next keep-alive.
-                if r.elements["sd_access"] == "on" && r.elements["rec"] != "on" { card.markBodyShot() }
+                // Unless the card is being written right now (livegate's own shots are written by
+                // then): a shot on the body while livegate switched back. The count seen before
+                // the card work then stays the reference, so the next keep-alive sees the change
+                // (and, for livegate's own shot, one look finds nothing new).
+                if r.elements["sd_access"] != "on" || r.elements["rec"] == "on" {
+                    _ = card.observe(remaining: r.elements["remaincapacity"], cardAccess: nil, cardInUse: true)
+                }
                 break
             }
             guard ContinuousClock.now < deadline else {
@@ -196,14 +216,15 @@ extension PanasonicDriver {
     }
 
     /// Every item from index `start` of `objectID` on (pages of 50; the root's containers browsed
-    /// one level down), and the counts seen. Bounded: at most `PanasonicCard.maxItems` items, 1 000
-    /// containers and as many pages as those need; a page that brings nothing ends a walk (a camera
-    /// whose counts never add up does not hold the card forever).
+    /// one level down), and how far each walk got (a complete walk: the `TotalMatches`). Bounded:
+    /// at most `PanasonicCard.maxItems` items, 1 000 containers and as many pages as those need; a
+    /// page that brings nothing ends a walk (a camera whose counts never add up does not hold the
+    /// card forever).
     func browseAll(from start: Int = 0, in objectID: String = "0") async throws -> (items: [PanasonicCardItem], census: PanasonicCensus) {
         var items: [PanasonicCardItem] = []
         var containers: [PanasonicContainer] = []
         var pagesLeft = PanasonicCard.maxItems / PanasonicCard.pageSize + 1_000
-        func walk(_ objectID: String, from first: Int) async throws -> Int {
+        func walk(_ objectID: String, from first: Int) async throws -> (reached: Int, total: Int) {
             var index = first
             var total = 0
             while items.count < PanasonicCard.maxItems && pagesLeft > 0 {
@@ -217,40 +238,64 @@ extension PanasonicDriver {
                 index += returned
                 if index >= total { break }
             }
-            return total
+            return (index, total)
         }
-        var census = PanasonicCensus(top: try await walk(objectID, from: start))
+        let root = try await walk(objectID, from: start)
+        var census = PanasonicCensus(top: objectID == "0" ? root.total : root.reached)
         for container in containers where items.count < PanasonicCard.maxItems && pagesLeft > 0 {
-            census.containers[container.id] = try await walk(container.id, from: 0)
+            census.containers[container.id] = .init(items: try await walk(container.id, from: 0).reached, childCount: container.childCount)
+            census.order.append(container.id)
         }
         return (items, census)
     }
 
-    /// The card's counts now: the root's item count on a flat card; on a card grouped in
-    /// containers each one's `childCount`, or its own `TotalMatches` when the camera lists none
-    /// (one Browse per container, at most 1 000).
-    func census() async throws -> PanasonicCensus {
-        // A flat card (its first entry an item, or nothing): its count is all there is to know.
+    /// The card's counts now. A flat card (its first entry an item, or nothing): the root's count.
+    /// A card grouped in containers: the root's containers (at most 1 000), each read again (one
+    /// Browse of one item for its `TotalMatches`) only when it may have changed since `previous` —
+    /// a new container, one whose `childCount` moved, or, on bodies that list no `childCount`, the
+    /// first and last in the root's order (today's is at one end); the others keep what `previous`
+    /// knew. Without `previous`, only those two ends are read: an older day's container gets no
+    /// index, and should it ever grow, its new items are not told apart (logged).
+    func census(after previous: PanasonicCensus?) async throws -> PanasonicCensus {
         let probe = try await browse(start: 0, count: 1)
         var census = PanasonicCensus(top: probe.total)
         if probe.containers.isEmpty { return census }
-        var index = 0
-        var pagesLeft = 1_000 / PanasonicCard.pageSize + 1
         var containers: [PanasonicContainer] = []
-        while pagesLeft > 0 {
+        var index = 0
+        var pagesLeft = 1_000
+        while containers.count < 1_000 && pagesLeft > 0 {
             pagesLeft -= 1
             let page = try await browse(start: index, count: PanasonicCard.pageSize)
             census.top = page.total
             containers += page.containers.prefix(max(0, 1_000 - containers.count))
             let returned = min(page.returned, PanasonicCard.pageSize)
-            guard returned > 0, !page.containers.isEmpty else { break }
+            guard returned > 0, !(page.items.isEmpty && page.containers.isEmpty) else { break }
             index += returned
             if index >= page.total { break }
         }
-        for c in containers {
-            if let n = c.childCount { census.containers[c.id] = n } else {
-                census.containers[c.id] = try await browse(objectID: c.id, start: 0, count: 1).total
+        let ends = Set([containers.first?.id, containers.last?.id].compactMap { $0 })
+        for c in containers where census.containers[c.id] == nil {
+            let known = previous?.containers[c.id]
+            let read: Bool
+            if let previous, !previous.isFlat {
+                if let known {
+                    read = c.childCount == nil ? ends.contains(c.id) : (c.childCount != known.childCount || known.items == nil)
+                } else {
+                    read = true
+                }
+            } else {
+                read = ends.contains(c.id) || previous != nil
             }
+            var items = known?.items
+            if read {
+                do {
+                    items = try await browse(objectID: c.id, start: 0, count: 1).total
+                } catch CameraControlError.camera {
+                    items = 0  // gone meanwhile (a day emptied on the body)
+                }
+            }
+            census.containers[c.id] = .init(items: items, childCount: c.childCount)
+            census.order.append(c.id)
         }
         return census
     }
@@ -324,19 +369,37 @@ extension PanasonicDriver {
     /// The items added since the card held `before`: on a flat card those past its count, on a
     /// card grouped by day those past each container's count (a new container's all). A count
     /// that went down means files were deleted on the body, and which are new cannot be told from
-    /// it: none are taken there rather than old ones handed on again.
+    /// it: none are taken there rather than old ones handed on again. The known counts move on
+    /// only once every walk has succeeded, and only as far as the walks got.
     func itemsAdded(since before: PanasonicCensus) async throws -> [PanasonicCardItem] {
-        let now = try await census()
-        card.setCensus(now)
-        if now.isFlat && before.isFlat {
-            guard before.top < now.top else { return [] }
-            return try await browseAll(from: before.top).items
-        }
+        let now = try await census(after: before)
+        var known = now
         var items: [PanasonicCardItem] = []
-        for (id, n) in now.containers.sorted(by: { $0.key < $1.key }) {
-            let had = before.containers[id] ?? 0
-            if had < n { items += try await browseAll(from: had, in: id).items }
+        if now.isFlat && before.isFlat {
+            if before.top < now.top {
+                let walked = try await browseAll(from: before.top)
+                items = walked.items
+                known.top = walked.census.top
+            }
+            card.setCensus(known)
+            return items
         }
+        for id in now.order {
+            guard let count = now.containers[id]?.items else { continue }
+            let had: Int? = before.containers[id] == nil ? 0 : before.containers[id]?.items
+            guard let had else {
+                if before.containers[id]?.childCount != now.containers[id]?.childCount {
+                    logger.warning("panasonic \(endpoint): the card's container \(id) changed but was never read before; its new items cannot be told apart")
+                }
+                continue
+            }
+            if had < count {
+                let walked = try await browseAll(from: had, in: id)
+                items += walked.items
+                known.containers[id]?.items = walked.census.top
+            }
+        }
+        card.setCensus(known)
         return items
     }
 
@@ -366,7 +429,7 @@ extension PanasonicDriver {
         card.reset()
         guard card.sink != nil, let r = try? await camcgi.call(mode: "getstate", timeout: .seconds(3)) else { return }
         _ = card.observe(remaining: r.elements["remaincapacity"], cardAccess: nil, cardInUse: true)
-        guard card.census == nil, r.elements["cammode"] == "play", let counts = try? await census() else { return }
+        guard card.census == nil, r.elements["cammode"] == "play", let counts = try? await census(after: nil) else { return }
         card.setCensus(counts)
     }
 
@@ -451,7 +514,7 @@ extension PanasonicDriver: StillCapturing {
             if before == nil || playMode.inCardMode {
                 try await enterPlayMode()
                 if before == nil {
-                    before = try await census()
+                    before = try await census(after: nil)
                 } else {
                     // Shots taken while the card was in use go to the sink first, not into this shot.
                     await fetchItemsPastKnownCount()
