@@ -240,6 +240,7 @@ public final class Gateway: ControlModel, Service, Sendable {
         let all = runtimes.withLock { $0 }
         for cam in all { await cam.stopper.stopDriver() }
         let outputs = self.outputs
+        await outputs.endReapers()
         await blocking("outputs-stop") { outputs.stop() }
         for cam in all { await cam.stopper.stopEmulator() }
     }

@@ -238,6 +238,14 @@ final class OutputSet: Sendable {
                 "hls": hls?.isRunning(camera: camera) ?? false, "slate": g.showingSlate]
     }
 
+    /// Ends the HLS and WHEP reapers and waits for them (before `stop`, so that none of them stops
+    /// a pipeline while or after the outputs and the runtime go down).
+    func endReapers() async {
+        let (hls, whep) = state.withLock { ($0.hls, $0.whep) }
+        await hls?.endReaper()
+        await whep?.endReaper()
+    }
+
     /// Stops everything; recordings are finished (EOS) first.
     func stop() {
         let s = state.withLock { s -> State in

@@ -119,6 +119,12 @@ public final class HLSOutput: Sendable {
         cameras.map.withLock { $0.removeValue(forKey: id) }?.stop()
     }
 
+    /// Ends the reaper and waits until it has (a stop that follows never races it).
+    public func endReaper() async {
+        reaper.cancel()
+        await reaper.value
+    }
+
     /// Stops every camera.
     public func stop() {
         reaper.cancel()

@@ -154,6 +154,12 @@ public final class WHEPOutput: Sendable {
     /// Live sessions (all cameras).
     public var sessionCount: Int { state.count }
 
+    /// Ends the reaper and waits until it has (a stop that follows never races it).
+    public func endReaper() async {
+        reaper.cancel()
+        await reaper.value
+    }
+
     /// Ends every session.
     public func stop() {
         reaper.cancel()

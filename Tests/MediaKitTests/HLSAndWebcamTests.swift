@@ -67,6 +67,12 @@ extension MediaTests {
             let idle = await waitUntil(timeout: 10) { hub.consumerCount == 0 }
             #expect(idle, "hub still has \(hub.consumerCount) consumers")
             #expect(!FileManager.default.fileExists(atPath: playlist), "a stopped HLS leaves no stale playlist")
+            // Once its reaper has ended (what a shutdown waits for), nothing stops HLS behind the
+            // stop's back any more.
+            #expect(await hls.request(camera: "cam1", playlist: true) == .ready)
+            await hls.endReaper()
+            await pause(3.5)
+            #expect(hls.isRunning(camera: "cam1"), "the reaper still ran after endReaper")
         }
     }
 
