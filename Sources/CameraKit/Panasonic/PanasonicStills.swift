@@ -216,11 +216,12 @@ extension PanasonicDriver {
     }
 
     /// Every item from index `start` of `objectID` on (pages of 50; the root's containers browsed
-    /// one level down), and how far each walk got (a complete walk: the `TotalMatches`). Bounded:
-    /// at most `PanasonicCard.maxItems` items, 1 000 containers and as many pages as those need; a
-    /// page that brings nothing ends a walk (a camera whose counts never add up does not hold the
-    /// card forever).
-    func browseAll(from start: Int = 0, in objectID: String = "0") async throws -> (items: [PanasonicCardItem], census: PanasonicCensus) {
+    /// one level down); the counts the camera gave (`TotalMatches`: a listing's census) and how far
+    /// the walk of `objectID` got (where the next look starts). Bounded: at most
+    /// `PanasonicCard.maxItems` items, 1 000 containers and as many pages as those need; a page that
+    /// brings nothing ends a walk (a camera whose counts never add up does not hold the card forever).
+    func browseAll(from start: Int = 0, in objectID: String = "0") async throws
+        -> (items: [PanasonicCardItem], census: PanasonicCensus, reached: Int) {
         var items: [PanasonicCardItem] = []
         var containers: [PanasonicContainer] = []
         var pagesLeft = PanasonicCard.maxItems / PanasonicCard.pageSize + 1_000
@@ -241,12 +242,12 @@ extension PanasonicDriver {
             return (index, total)
         }
         let root = try await walk(objectID, from: start)
-        var census = PanasonicCensus(top: objectID == "0" ? root.total : root.reached)
+        var census = PanasonicCensus(top: root.total)
         for container in containers where items.count < PanasonicCard.maxItems && pagesLeft > 0 {
-            census.containers[container.id] = .init(items: try await walk(container.id, from: 0).reached, childCount: container.childCount)
+            census.containers[container.id] = .init(items: try await walk(container.id, from: 0).total, childCount: container.childCount)
             census.order.append(container.id)
         }
-        return (items, census)
+        return (items, census, root.reached)
     }
 
     /// The card's counts now. A flat card (its first entry an item, or nothing): the root's count.
@@ -255,7 +256,8 @@ extension PanasonicDriver {
     /// a new container, one whose `childCount` moved, or, on bodies that list no `childCount`, the
     /// first and last in the root's order (today's is at one end); the others keep what `previous`
     /// knew. Without `previous`, only those two ends are read: an older day's container gets no
-    /// index, and should it ever grow, its new items are not told apart (logged).
+    /// index, and should it ever grow, its new items are not told apart (logged where the body's
+    /// `childCount` shows the growth).
     func census(after previous: PanasonicCensus?) async throws -> PanasonicCensus {
         let probe = try await browse(start: 0, count: 1)
         var census = PanasonicCensus(top: probe.total)
@@ -287,13 +289,9 @@ extension PanasonicDriver {
                 read = ends.contains(c.id) || previous != nil
             }
             var items = known?.items
-            if read {
-                do {
-                    items = try await browse(objectID: c.id, start: 0, count: 1).total
-                } catch CameraControlError.camera {
-                    items = 0  // gone meanwhile (a day emptied on the body)
-                }
-            }
+            // A refused read fails the look (the counts stay as they were, so its items are still
+            // new next time); taking it for an empty container would hand old shots on again.
+            if read { items = try await browse(objectID: c.id, start: 0, count: 1).total }
             census.containers[c.id] = .init(items: items, childCount: c.childCount)
             census.order.append(c.id)
         }
@@ -304,7 +302,7 @@ extension PanasonicDriver {
     func cardEntries() async throws -> [String: PanasonicCardState.Entry] {
         if let fresh = card.listing.fresh { return fresh }
         return try await withCard {
-            let (items, census) = try await browseAll()
+            let (items, census, _) = try await browseAll()
             let entries = items.flatMap { item in
                 item.files.map { f in
                     PanasonicCardState.Entry(file: CameraFile(path: f.path, size: f.resource.size ?? 0, date: item.date),
@@ -379,7 +377,7 @@ extension PanasonicDriver {
             if before.top < now.top {
                 let walked = try await browseAll(from: before.top)
                 items = walked.items
-                known.top = walked.census.top
+                known.top = walked.reached
             }
             card.setCensus(known)
             return items
@@ -396,7 +394,7 @@ extension PanasonicDriver {
             if had < count {
                 let walked = try await browseAll(from: had, in: id)
                 items += walked.items
-                known.containers[id]?.items = walked.census.top
+                known.containers[id]?.items = walked.reached
             }
         }
         card.setCensus(known)
