@@ -54,16 +54,18 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
     /// for the PC already taken on by this session is not taken again.
     func takeAnnounced() -> CanonAnnounced {
         var a = carried.take()
-        let fresh = cache.withLock { c in defer { c.announced = CanonAnnounced() }; return c.announced }
-        a.onCard += fresh.onCard
-        a.toPC += fresh.toPC
+        a.append(takeFromCache())
         a.toPC = claimed.withLock { seen in a.toPC.filter { seen.insert($0.handle).inserted } }
         return a
     }
 
+    private func takeFromCache() -> CanonAnnounced {
+        cache.withLock { c in defer { c.announced = CanonAnnounced() }; return c.announced }
+    }
+
     /// The session ends: what was announced and not taken is left for the next one.
     func close() {
-        carried.keep(cache.withLock { c in defer { c.announced = CanonAnnounced() }; return c.announced })
+        carried.keep(takeFromCache())
         transport.close()
     }
 
@@ -226,12 +228,7 @@ final class CanonCarryOver: Sendable {
 
     var destination: UInt32? { state.withLock { $0.destination } }
     func keepDestination(_ d: UInt32) { state.withLock { if $0.destination == nil { $0.destination = d } } }
-    func keep(_ a: CanonAnnounced) {
-        state.withLock {
-            $0.shots.onCard += a.onCard
-            $0.shots.toPC += a.toPC
-        }
-    }
+    func keep(_ a: CanonAnnounced) { state.withLock { $0.shots.append(a) } }
     func take() -> CanonAnnounced {
         state.withLock { s in defer { s.shots = CanonAnnounced() }; return s.shots }
     }
@@ -244,6 +241,11 @@ struct CanonAnnounced: Sendable {
     /// Waiting for the PC (0xC186, and 0xC1A9 whose layout the notes do not give: handle only).
     var toPC: [CanonTransfer] = []
     var isEmpty: Bool { onCard.isEmpty && toPC.isEmpty }
+
+    mutating func append(_ other: CanonAnnounced) {
+        onCard += other.onCard
+        toPC += other.toPC
+    }
 }
 
 /// What Canon GetEvent (0x9116) data told so far: property values (0xC189), allowed values

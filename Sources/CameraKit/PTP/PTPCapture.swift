@@ -53,11 +53,16 @@ extension PTPDriver: StillCapturing {
             return
         }
         for o in found {
-            handOnInTask(name: o.name.isEmpty ? "object 0x\(String(o.handle, radix: 16))" : o.name, to: sink) {
+            handOnInTask(name: shownName(handle: o.handle, name: o.name), to: sink) {
                 try await fetch(o.handle, o.name)
             }
         }
     }
+}
+
+/// How a camera's object is named in reports: its file name, else its handle.
+func shownName(handle: UInt32, name: String) -> String {
+    name.isEmpty ? "object 0x\(String(handle, radix: 16, uppercase: true))" : name
 }
 
 /// Fetches one announced image in a task of its own (retried) and hands it to `sink`, or reports
@@ -397,13 +402,8 @@ extension CanonPTPSession {
         }
     }
 
-    static func shownName(_ t: CanonTransfer) -> String {
-        t.name.isEmpty ? "object 0x\(String(t.handle, radix: 16, uppercase: true))" : t.name
-    }
-
-    static func shownName(_ o: (handle: UInt32, name: String)) -> String {
-        o.name.isEmpty ? "object 0x\(String(o.handle, radix: 16, uppercase: true))" : o.name
-    }
+    static func shownName(_ t: CanonTransfer) -> String { CameraKit.shownName(handle: t.handle, name: t.name) }
+    static func shownName(_ o: (handle: UInt32, name: String)) -> String { CameraKit.shownName(handle: o.handle, name: o.name) }
 }
 
 extension PTPVendorBase {

@@ -169,7 +169,9 @@ public final class PTPDriver: CameraDriver, Sendable {
         // Shots the camera announced that no session could hand on: said loudly.
         let left = canonCarryOver.take()
         if let sink = imageSink.withLock({ $0 }) {
-            for o in left.onCard { await sink(.lost(name: o.name, reason: "livegate stopped before fetching it; it is on the card")) }
+            for o in left.onCard {
+                await sink(.lost(name: CanonPTPSession.shownName(o), reason: "livegate stopped before fetching it; it is on the card"))
+            }
             for t in left.toPC {
                 await sink(.lost(name: CanonPTPSession.shownName(t), reason: "livegate stopped before the camera handed it over"))
             }
