@@ -52,6 +52,7 @@ final class OutputSet: Sendable {
             if let token = options.token { config.credentials = ("livegate", token) }
             config.idleTimeout = .seconds(options.rtspIdleTimeoutSeconds)
             config.stallTimeout = .seconds(options.rtspStallTimeoutSeconds)
+            config.rawPacketSize = options.rawPacketSize
             rtsp = try RTSPOutput(runtime: runtime, configuration: config, logger: logger)
         } catch {
             throw MediaError("cannot listen on \(options.listen):\(options.rtspPort) for RTSP: the address is in use (or not this machine's); pick another with --rtsp-port")

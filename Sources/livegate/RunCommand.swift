@@ -66,6 +66,8 @@ struct Run: AsyncParsableCommand {
     var rtspIdleTimeout: Int = 30
     @Option(name: .long, help: ArgumentHelp("Seconds an RTSP client may acknowledge nothing while data waits for it (it stopped reading) before it is closed (0: never).", visibility: .hidden))
     var rtspStallTimeout: Int = 10
+    @Option(name: .long, help: ArgumentHelp("Largest RTP packet of the raw RTSP mounts (…/raw), 400…65000 bytes (default: 60000 while listening on loopback, where a frame then goes out as one packet; 1400 otherwise, inside a network's MTU).", valueName: "BYTES"))
+    var rawPacketSize: Int?
     @Option(name: .long, help: ArgumentHelp("A host name the HTTP server answers for besides IP addresses, localhost and this machine's name (repeatable).", valueName: "NAME"))
     var allowedHost: [String] = []
     @Option(name: .long, help: ArgumentHelp("A web origin (https://example.com) whose pages may read streams, snapshots and events (repeatable; by default only livegate's own page may).", valueName: "ORIGIN"))
@@ -187,6 +189,10 @@ struct Run: AsyncParsableCommand {
         guard (0...3600).contains(rtspStallTimeout) else { throw CLIError("--rtsp-stall-timeout must be 0…3600 seconds") }
         options.rtspIdleTimeoutSeconds = rtspIdleTimeout
         options.rtspStallTimeoutSeconds = rtspStallTimeout
+        if let n = rawPacketSize {
+            guard (400...65_000).contains(n) else { throw CLIError("--raw-packet-size must be 400…65000 bytes") }
+            options.rawPacketSize = n
+        }
         if options.token == nil && !AccessPolicy.isLoopback(options.listen) {
             throw CLIError("""
                 --listen \(options.listen) serves every camera to the network, so a token is required:                 set LIVEGATE_TOKEN (or token: in the config file, or --token) to a secret, for example one from `livegate token`

@@ -272,8 +272,9 @@ struct PipelineTemplateTests {
     }
 
     @Test func renderFillsAndRejectsMissingPlaceholders() throws {
-        let s = try PipelineTemplates.render(PipelineTemplates.rtspRaw, ["fps": "25"])
-        #expect(s.contains("framerate=25/1") && !s.contains("{"))
+        let s = try PipelineTemplates.render(PipelineTemplates.rtspRaw, ["fps": "25", "mtu": "1400"])
+        #expect(s.contains("framerate=25/1") && s.contains("mtu=1400") && !s.contains("{"))
+        #expect(throws: MediaError.self) { try PipelineTemplates.render(PipelineTemplates.rtspRaw, ["fps": "25"]) }
         #expect(throws: MediaError.self) { try PipelineTemplates.render(PipelineTemplates.encoder, ["keyint": "30"]) }
         #expect(PipelineTemplates.escapeQuoted(#"a"b\c"#) == #"a\"b\\c"#)
     }

@@ -114,6 +114,64 @@ extension MediaTests {
             print("RTSP stats: \(stats); decode+overlay \(String(format: "%.2f", graph.pictures.meanDecodeMilliseconds)) ms/frame")
         }
 
+        @Test func packetSizeFollowsTheListenAddress() {
+            for a in ["127.0.0.1", "127.0.1.1", "::1", "localhost", "LOCALHOST"] {
+                #expect(RTSPOutput.Configuration.packetSize(listeningOn: a) == 60_000, "\(a)")
+            }
+            for a in ["0.0.0.0", "::", "192.168.1.20", "10.127.0.1", "fe80::1"] {
+                #expect(RTSPOutput.Configuration.packetSize(listeningOn: a) == 1_400, "\(a)")
+            }
+            var c = RTSPOutput.Configuration(address: "127.0.0.1", port: 0)
+            #expect(c.effectiveRawPacketSize == 60_000)
+            c.rawPacketSize = 1_200
+            #expect(c.effectiveRawPacketSize == 1_200)
+        }
+
+        /// On loopback a camera frame leaves the raw mount as one RTP packet, over TCP and UDP, and
+        /// real clients decode it; with 1 400 bytes set, no packet is larger; the H.264 mount's
+        /// packets stay within 1 400 either way.
+        @Test(arguments: [nil, 1_400] as [Int?])
+        func rtpPacketsHaveTheConfiguredSize(_ size: Int?) async throws {
+            try #require(toolExists(ffmpeg) && toolExists(gstLaunch), "ffmpeg/gst-launch-1.0 not installed")
+            let hub = FrameHub()
+            let graph = try makeGraph("cam1", hub: hub)
+            var config = RTSPOutput.Configuration(address: "127.0.0.1", port: 0)
+            config.rawPacketSize = size
+            let rtsp = try RTSPOutput(runtime: testRuntime, configuration: config)
+            try rtsp.addCamera(graph)
+            let feeder = try TestFeeder(hub: hub)
+            feeder.start()
+            defer {
+                feeder.stop()
+                rtsp.stop()
+                graph.stop()
+            }
+            for raw in [true, false] {
+                for transport in ["tcp", "udp"] {
+                    let r = try await runTool(gstLaunch, ["-v", "rtspsrc", "location=\(rtsp.url(for: "cam1", raw: raw))",
+                                                          "protocols=\(transport)", "latency=0", "!", "fakesink", "silent=false",
+                                                          "num-buffers=40"], timeout: 60)
+                    // Not its exit status: a client that has its packets within 30 ms and quits may
+                    // fail its own PAUSE on the way out ("Could not send message").
+                    #expect(!r.timedOut, "gst-launch \(transport) after \(r.seconds) s: \(r.stderr)")
+                    // fakesink's last-message: "chain ******* (fakesink0:sink) (N bytes, …"
+                    let sizes = r.stdout.components(separatedBy: ":sink) (").dropFirst()
+                        .compactMap { Int($0.prefix(while: \.isNumber)) }
+                    try #require(sizes.count >= 20, "\(raw ? "raw" : "h264") \(transport): \(r.stdout.suffix(500))")
+                    if size == nil && raw {
+                        // A JPEG of the test pattern is 20–40 kB: each one a packet.
+                        #expect(sizes.min()! > 5_000 && sizes.max()! <= 60_000, "a frame split over packets: \(sizes)")
+                    } else {
+                        // The H.264 mount keeps 1 400 whatever the raw one does.
+                        #expect(sizes.max()! <= 1_400, "\(raw ? "raw" : "h264") \(transport): \(sizes.max()!)")
+                    }
+                }
+                let d = try await runTool(ffmpeg, ["-nostdin", "-v", "warning", "-rtsp_transport", "udp", "-i", rtsp.url(for: "cam1", raw: raw),
+                                                   "-frames:v", "30", "-f", "null", "-"], timeout: 60)
+                #expect(d.status == 0 && !d.timedOut && decodeProblems(d.stderr).isEmpty, "ffmpeg udp: \(d.stderr.prefix(1500))")
+            }
+        }
+
         /// A real camera JPEG (baseline 4:2:2) goes out unchanged; a 4:4:4 one is re-encoded and counted.
         @Test func rawMountPassesCameraJPEGsAndReencodesOthers() async throws {
             try #require(toolExists(ffprobe) && toolExists(ffmpeg), "ffmpeg/ffprobe not installed")

@@ -49,7 +49,8 @@ let simpleRaw = "appsrc name=src is-live=true format=time do-timestamp=false max
 
 /// The real `/raw` mount pipeline with the RTP payloader's output going to a fakesink.
 func realRawPipeline() throws -> String {
-    var s = try PipelineTemplates.render(PipelineTemplates.rtspRaw, ["fps": "30"])
+    var s = try PipelineTemplates.render(PipelineTemplates.rtspRaw,
+                                         ["fps": "30", "mtu": "\(RTSPOutput.Configuration().effectiveRawPacketSize)"])
     s = s.trimmingCharacters(in: CharacterSet(charactersIn: "() \n"))
     return s + " ! fakesink name=sink sync=false"
 }

@@ -210,7 +210,7 @@ struct CapacityStep {
 /// `pay0` towards the RTSP stream) replaced by a fakesink, i.e. what one RTSP session runs.
 func capacityConsumerLaunch(_ mode: CapacityMode, fps: Int) throws -> String {
     let template = mode == .raw ? PipelineTemplates.rtspRaw : PipelineTemplates.rtspH264
-    var s = try PipelineTemplates.render(template, ["fps": "\(fps)"])
+    var s = try PipelineTemplates.render(template, ["fps": "\(fps)", "mtu": "\(RTSPOutput.Configuration().effectiveRawPacketSize)"])
     s = s.trimmingCharacters(in: CharacterSet(charactersIn: "() \n"))
     return s + " ! fakesink name=sink"
 }
