@@ -3,6 +3,7 @@ import Foundation
 import GatewayAPI
 import Hummingbird
 import HTTPTypes
+import JPEGKit
 import NIOCore
 
 /// The card over HTTP: `GET /api/v1/cameras/{id}/files` (paged listing) and
@@ -81,7 +82,7 @@ extension ControlAPI {
                 throw APIError(.notFound, "\(cam.id) has no file \(path)")
             }
             let bytes = try await mapErrors { try await card.thumbnail(of: file) }
-            guard bytes.starts(with: [0xFF, 0xD8]) else {
+            guard JPEGScanner.hasSOI(bytes, at: bytes.startIndex) else {
                 throw APIError(.badGateway, "\(cam.id) sent no JPEG as the thumbnail of \(path)")
             }
             var headers: HTTPFields = [.contentType: "image/jpeg"]

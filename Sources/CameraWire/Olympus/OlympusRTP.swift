@@ -1,4 +1,5 @@
 public import LiveViewCore
+import JPEGKit
 
 /// Olympus / OM System live view (olympus.md §6): RTP over UDP, one JPEG per frame cut into
 /// consecutive packets. The first packet of a frame has X=1 and carries a header extension
@@ -301,7 +302,7 @@ public enum OlympusRTP {
         guard d.count >= 18, d[b] & 0xDF == 0x90, d[b + 1] & 0x7F == payloadType, d.be16(b + 12) == extensionProfile
         else { return false }
         let js = 16 + 4 * Int(d.be16(b + 14))
-        return d.count >= js + 2 && d[b + js] == 0xFF && d[b + js + 1] == 0xD8
+        return JPEGScanner.hasSOI(d, at: b + js)
     }
 
     // MARK: Serializing
