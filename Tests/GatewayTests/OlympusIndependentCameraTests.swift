@@ -13,54 +13,19 @@ import Testing
     static let usable = which("python3") != nil && which("ffmpeg") != nil && which("ffprobe") != nil
 
     /// The Python camera as a child process.
-    final class PyCamera: @unchecked Sendable {
-        let dir: URL
-        let process = Process()
-        private(set) var port = 0
+    final class PyCamera: Sendable {
+        let child: PythonCamera
 
         /// Starts it (port 0: any free port) and waits for its `ready` line.
         init(dir: URL, port: Int = 0) async throws {
-            self.dir = dir
-            let out = dir.appendingPathComponent("stdout-\(UUID().uuidString.prefix(8)).txt")
-            _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-            process.executableURL = URL(fileURLWithPath: which("python3")!)
-            process.arguments = [OlympusIndependentCameraTests.script, "--http-port", "\(port)",
-                                 "--log", dir.appendingPathComponent("requests.jsonl").path,
-                                 "--frames-log", dir.appendingPathComponent("frames.jsonl").path,
-                                 "--save-frames", dir.appendingPathComponent("jpegs").path]
-            process.standardOutput = try FileHandle(forWritingTo: out)
-            process.standardError = process.standardOutput
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline, process.isRunning {
-                let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-                if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ready http=") }),
-                   let p = Int(line.dropFirst("ready http=".count)) {
-                    self.port = p
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            process.terminate()
-            throw CLIFailure("olympus_cam.py did not start: \((try? String(contentsOf: out, encoding: .utf8)) ?? "")")
+            child = try await PythonCamera(script: OlympusIndependentCameraTests.script, dir: dir, port: port,
+                                           arguments: ["--save-frames", dir.appendingPathComponent("jpegs").path])
         }
-
-        /// SIGTERM, then waits for it to exit (SIGKILL after 5 s).
-        func stop() async {
-            guard process.isRunning else { return }
-            process.terminate()
-            for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            for _ in 0..<40 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-        }
-
-        static func lines(_ url: URL) -> [[String: Any]] {
-            guard let text = try? String(contentsOf: url, encoding: .utf8) else { return [] }
-            return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-        }
-        var requests: [[String: Any]] { Self.lines(dir.appendingPathComponent("requests.jsonl")) }
-        var frames: [[String: Any]] { Self.lines(dir.appendingPathComponent("frames.jsonl")) }
+        var port: Int { child.port }
+        var dir: URL { child.dir }
+        func stop() async { await child.stop() }
+        var requests: [[String: Any]] { child.requests }
+        var frames: [[String: Any]] { child.frames }
         /// The scan data (RTP/JPEG carries it unchanged) of every JPEG it sends, hashed.
         var scanHashes: Set<String> {
             let jpegs = dir.appendingPathComponent("jpegs")

@@ -178,3 +178,56 @@ func curlGet(_ url: String, _ extra: [String] = []) async throws -> (code: Strin
 }
 
 struct CurlMissing: Error {}
+
+/// A camera written in Python (`Tests/Scripts/*_cam.py`, each from the protocol notes alone) as a
+/// child process: `--http-port`, `--log` (its requests) and `--frames-log` (every frame it sent)
+/// plus `arguments`; it prints `ready http=PORT` once it listens. Unchecked: the `Process` is only
+/// started in `init` and signalled in `stop`.
+final class PythonCamera: @unchecked Sendable {
+    let dir: URL
+    let process = Process()
+    let port: Int
+
+    /// Starts it (port 0: any free port) and waits for its `ready` line.
+    init(script: String, dir: URL, port: Int = 0, arguments: [String] = []) async throws {
+        self.dir = dir
+        let out = dir.appendingPathComponent("stdout-\(UUID().uuidString.prefix(8)).txt")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: which("python3")!)
+        process.arguments = [script, "--http-port", "\(port)",
+                             "--log", dir.appendingPathComponent("requests.jsonl").path,
+                             "--frames-log", dir.appendingPathComponent("frames.jsonl").path] + arguments
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = process.standardOutput
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, process.isRunning {
+            let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ready http=") }),
+               let p = Int(line.dropFirst("ready http=".count)) {
+                self.port = p
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        process.terminate()
+        throw CLIFailure("\(URL(fileURLWithPath: script).lastPathComponent) did not start: \((try? String(contentsOf: out, encoding: .utf8)) ?? "")")
+    }
+
+    /// SIGTERM, then waits for it to exit (SIGKILL after 5 s).
+    func stop() async {
+        guard process.isRunning else { return }
+        process.terminate()
+        for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        for _ in 0..<40 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+    }
+
+    static func lines(_ url: URL) -> [[String: Any]] {
+        guard let text = try? String(contentsOf: url, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+    var requests: [[String: Any]] { Self.lines(dir.appendingPathComponent("requests.jsonl")) }
+    var frames: [[String: Any]] { Self.lines(dir.appendingPathComponent("frames.jsonl")) }
+}
