@@ -12,13 +12,7 @@ import Testing
 @Suite(.serialized) struct PTPFilesTests {
     static let curl = which("curl")
 
-    func get(_ url: String, _ extra: [String] = []) async throws -> (code: String, body: [UInt8]) {
-        let dir = try temporaryDirectory("livegate-ptp-files")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let out = dir.appendingPathComponent("body").path
-        let r = try await runProcessAsync(Self.curl!, ["-s", "-o", out, "-w", "%{http_code}"] + extra + [url], timeout: 60)
-        return (r.output, Array(FileManager.default.contents(atPath: out) ?? Data()))
-    }
+    func get(_ url: String, _ extra: [String] = []) async throws -> (code: String, body: [UInt8]) { try await curlGet(url, extra) }
 
     @Test(.enabled(if: curl != nil, "needs curl"), arguments: [PTPEmulatorKind.nikon, .canon, .fuji])
     func theCardIsListedAndDownloaded(kind: PTPEmulatorKind) async throws {

@@ -180,21 +180,22 @@ func curlGet(_ url: String, _ extra: [String] = []) async throws -> (code: Strin
 struct CurlMissing: Error {}
 
 /// A camera written in Python (`Tests/Scripts/*_cam.py`, each from the protocol notes alone) as a
-/// child process: `--http-port`, `--log` (its requests) and `--frames-log` (every frame it sent)
-/// plus `arguments`; it prints `ready http=PORT` once it listens. Unchecked: the `Process` is only
-/// started in `init` and signalled in `stop`.
+/// child process: `--http-port` (or `portFlag`), `--log` (its requests) and `--frames-log` (every
+/// frame it sent) plus `arguments`; it prints `ready http=PORT` (or `readyPrefix` PORT) once it
+/// listens. Unchecked: the `Process` is only started in `init` and signalled in `stop`.
 final class PythonCamera: @unchecked Sendable {
     let dir: URL
     let process = Process()
     let port: Int
 
     /// Starts it (port 0: any free port) and waits for its `ready` line.
-    init(script: String, dir: URL, port: Int = 0, arguments: [String] = []) async throws {
+    init(script: String, dir: URL, port: Int = 0, arguments: [String] = [],
+         portFlag: String = "--http-port", readyPrefix: String = "ready http=") async throws {
         self.dir = dir
         let out = dir.appendingPathComponent("stdout-\(UUID().uuidString.prefix(8)).txt")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: which("python3")!)
-        process.arguments = [script, "--http-port", "\(port)",
+        process.arguments = [script, portFlag, "\(port)",
                              "--log", dir.appendingPathComponent("requests.jsonl").path,
                              "--frames-log", dir.appendingPathComponent("frames.jsonl").path] + arguments
         process.standardOutput = try FileHandle(forWritingTo: out)
@@ -204,8 +205,8 @@ final class PythonCamera: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, process.isRunning {
             let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ready http=") }),
-               let p = Int(line.dropFirst("ready http=".count)) {
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(readyPrefix) }),
+               let p = Int(line.dropFirst(readyPrefix.count)) {
                 self.port = p
                 return
             }
@@ -230,4 +231,6 @@ final class PythonCamera: @unchecked Sendable {
     }
     var requests: [[String: Any]] { Self.lines(dir.appendingPathComponent("requests.jsonl")) }
     var frames: [[String: Any]] { Self.lines(dir.appendingPathComponent("frames.jsonl")) }
+    /// Sends the child a signal (a camera's "shutter on the body", …).
+    func signal(_ s: Int32) { kill(process.processIdentifier, s) }
 }

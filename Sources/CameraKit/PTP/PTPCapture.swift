@@ -19,6 +19,8 @@ extension PTPDriver: StillCapturing {
             }
         } catch let e as PTPTransportError {
             throw CameraControlError.unavailable("\(e)")
+        } catch let e as PTPShotCarriedOver {
+            throw CameraControlError.unavailable(e.description)
         }
         throw CameraControlError.notSupported("capture over this PTP/IP dialect")
     }
@@ -38,7 +40,13 @@ extension PTPDriver: StillCapturing {
         if let canon = session as? CanonPTPSession, !canon.isCapturing {
             canon.handOn(canon.takeAnnounced(), to: sink)
             return
-        } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing, nikon.bodyEvents.due() {
+        } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing {
+            // Shots an earlier connection left half-read in SDRAM first (the camera keeps them
+            // until DeleteObject).
+            for h in nikon.pending.take() {
+                handOnInTask(name: shownName(handle: h, name: ""), to: sink) { try await nikon.fetchFromSDRAM(h) }
+            }
+            guard nikon.bodyEvents.due() else { return }
             found = ((try? await nikon.objectsAddedOnTheCard()) ?? []).map { ($0, "") }
             fetch = { h, _ in try await nikon.fetchImage(h, fromBody: true) }
         } else if let fuji = session as? FujiPTPSession, !fuji.isCapturing, fuji.cardWatch.due() {
@@ -66,15 +74,34 @@ func shownName(handle: UInt32, name: String) -> String {
 }
 
 /// Fetches one announced image in a task of its own (retried) and hands it to `sink`, or reports
-/// it lost there.
+/// it lost there (not when the fetch left it to the next connection: `PTPShotCarriedOver`).
 func handOnInTask(name: String, to sink: @escaping CameraImageSink, _ fetch: @escaping @Sendable () async throws -> CameraImage) {
     Task {
         do {
             await sink(.image(try await retrying { try await fetch() }))
+        } catch is PTPShotCarriedOver {
+            // The next session fetches it.
         } catch {
             await sink(.lost(name: name, reason: "\(error)"))
         }
     }
+}
+
+/// A shot whose reading the connection broke off while the camera still holds it: left to the next
+/// session (`PTPPendingShots`), not lost.
+struct PTPShotCarriedOver: Error, CustomStringConvertible {
+    var description: String {
+        "the connection to the camera broke while the shot was read; it stays in the camera's memory and is fetched once the camera is back"
+    }
+}
+
+/// Handles of shots a session could not finish reading because the connection broke and that the
+/// camera keeps (Nikon's SDRAM: ptp.md §8.2 frees it only with DeleteObject): the driver's next
+/// session fetches them; what is left when livegate stops is reported lost.
+final class PTPPendingShots: Sendable {
+    private let handles = Mutex<[UInt32]>([])
+    func keep(_ h: UInt32) { handles.withLock { if !$0.contains(h) { $0.append(h) } } }
+    func take() -> [UInt32] { handles.withLock { h in defer { h = [] }; return h } }
 }
 
 extension NikonPTPSession {
@@ -142,11 +169,26 @@ extension NikonPTPSession {
             }
             if added == nil || !complete { try await Task.sleep(for: .milliseconds(50)) }
         }
-        let handle = added ?? Self.sdramHandle
-        let image: Result<CameraImage, any Error>
-        do { image = .success(try await fetchImage(handle, fallbackName: "NIKON_SDRAM.JPG", fromBody: false)) } catch { image = .failure(error) }
-        _ = try? await call(PTPOperation.deleteObject, [handle, 0])  // SDRAM is freed either way
-        return try image.get()
+        return try await fetchFromSDRAM(added ?? Self.sdramHandle)
+    }
+
+    /// The picture in SDRAM, which is then freed (DeleteObject) for the next shot — also when the
+    /// camera's answer was unusable. When the connection breaks while it is read, the camera keeps
+    /// it: it is left to the next session (`pending`) and `PTPShotCarriedOver` thrown.
+    func fetchFromSDRAM(_ handle: UInt32) async throws -> CameraImage {
+        let image: CameraImage
+        do {
+            image = try await fetchImage(handle, fallbackName: "NIKON_SDRAM.JPG", fromBody: false)
+        } catch {
+            guard !Self.connectionBroke(error) else {
+                pending.keep(handle)
+                throw PTPShotCarriedOver()
+            }
+            _ = try? await call(PTPOperation.deleteObject, [handle, 0])
+            throw error
+        }
+        _ = try? await call(PTPOperation.deleteObject, [handle, 0])
+        return image
     }
 }
 
@@ -393,6 +435,12 @@ extension CanonPTPSession {
         return CameraImage(name: name, bytes: bytes, fromBody: fromBody)
     }
 
+
+    static func shownName(_ t: CanonTransfer) -> String { CameraKit.shownName(handle: t.handle, name: t.name) }
+    static func shownName(_ o: (handle: UInt32, name: String)) -> String { CameraKit.shownName(handle: o.handle, name: o.name) }
+}
+
+extension PTPVendorBase {
     /// The connection to the camera went or stopped answering (the camera still holds what was
     /// being read); a malformed answer is not that.
     static func connectionBroke(_ e: any Error) -> Bool {
@@ -402,11 +450,6 @@ extension CanonPTPSession {
         }
     }
 
-    static func shownName(_ t: CanonTransfer) -> String { CameraKit.shownName(handle: t.handle, name: t.name) }
-    static func shownName(_ o: (handle: UInt32, name: String)) -> String { CameraKit.shownName(handle: o.handle, name: o.name) }
-}
-
-extension PTPVendorBase {
     /// An object by handle (ObjectInfo, then GetObject), checked against the size its ObjectInfo
     /// gives; named `name`, else its ObjectInfo file name, else `fallbackName`.
     func fetchImage(_ handle: UInt32, name: String = "", fallbackName: String = "image.jpg", fromBody: Bool) async throws -> CameraImage {

@@ -116,6 +116,8 @@ public final class PTPDriver: CameraDriver, Sendable {
     let imageSink = Mutex<CameraImageSink?>(nil)
     /// Canon: what one session leaves to the next (`CanonCarryOver`).
     let canonCarryOver = CanonCarryOver()
+    /// Nikon: shots a broken connection left in SDRAM (`PTPPendingShots`).
+    let nikonPending = PTPPendingShots()
     /// Card paths to object handles, from the last listing (`PTPCard.swift`).
     let cardHandles = Mutex<[String: UInt32]>([:])
     private let vendorBox: Mutex<PTPVendor?>
@@ -175,6 +177,9 @@ public final class PTPDriver: CameraDriver, Sendable {
             for t in left.toPC {
                 await sink(.lost(name: CanonPTPSession.shownName(t), reason: "livegate stopped before the camera handed it over"))
             }
+            for h in nikonPending.take() {
+                await sink(.lost(name: shownName(handle: h, name: ""), reason: "livegate stopped before reading it again from the camera's memory"))
+            }
         }
     }
 
@@ -218,7 +223,7 @@ public final class PTPDriver: CameraDriver, Sendable {
             }
             let link = PTPLink(transport: transport, info: info, timeout: requestTimeout, logger: logger, stats: stats)
             switch vendor {
-            case .nikon: return NikonPTPSession(link: link)
+            case .nikon: return NikonPTPSession(link: link, pending: nikonPending)
             case .sony: return SonyPTPSession(link: link)
             case .canon: return CanonPTPSession(link: link, captureTarget: endpoint.captureTarget, carried: canonCarryOver)
             case .fuji:

@@ -7,8 +7,13 @@ import Logging
 /// 0x2019 → retry, 0xA00B NotLiveView → restart live view.
 final class NikonPTPSession: PTPVendorBase, PTPVendorSession {
     let link: PTPLink
+    /// Shots left half-read in SDRAM by a broken connection, the driver's (kept across sessions).
+    let pending: PTPPendingShots
 
-    init(link: PTPLink) { self.link = link }
+    init(link: PTPLink, pending: PTPPendingShots) {
+        self.link = link
+        self.pending = pending
+    }
     /// Captures of ours in progress, and when GetEvent was last asked for body shots (`PTPCapture.swift`).
     let capturing = Mutex(0)
     let bodyEvents = PTPOncePer(.seconds(1))
