@@ -145,7 +145,7 @@ import LiveViewCore
     /// A 0x02 describes the JPEG with its key, before or after it (sony.md §1.3): every frame gets
     /// its own box whatever the order; a missing 0x02 costs that frame its box (counted), no other.
     /// "random-missing": the order drawn per frame and every tenth frame without information (what
-    /// the independent Sony camera found 80 % right before the per-frame threshold went to half).
+    /// the independent Sony camera found 80 % right before the per-frame threshold went to two thirds).
     @Test(arguments: ["before", "after", "alternate", "missing", "after-chunked", "random-missing"])
     func sonyRemoteFrameInformationFindsItsJPEG(order: String) {
         var rng = SplitMix64(seed: 21)

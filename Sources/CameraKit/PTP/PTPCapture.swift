@@ -9,7 +9,7 @@ extension PTPDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         let session = try current()
         do {
-            if let nikon = session as? NikonPTPSession { return [try await nikon.captureIntoSDRAM()] }
+            if let nikon = session as? NikonPTPSession { return try await nikon.captureWithLeftovers() }
             if let canon = session as? CanonPTPSession {
                 return try await canon.release(autofocus: autofocus, bodySink: imageSink.withLock { $0 })
             }
@@ -32,7 +32,8 @@ extension PTPDriver: StillCapturing {
     /// After a live-view poll: files the camera announced that no capture of ours is waiting for
     /// were shot on the body (Canon: ObjectAddedEx from GetEvent; Nikon: ObjectAdded 0x4002 from
     /// its GetEvent 0x90C7, asked at most once a second); each is fetched (retried) in a task of
-    /// its own and handed to the sink, or reported lost.
+    /// its own and handed to the sink, or reported lost. Nikon shots an earlier connection left
+    /// half-read in SDRAM are fetched here first, in line.
     func transferShotsOnTheBody(_ session: any PTPVendorSession) async {
         guard let sink = imageSink.withLock({ $0 }) else { return }
         var found: [(handle: UInt32, name: String)] = []
@@ -41,11 +42,7 @@ extension PTPDriver: StillCapturing {
             canon.handOn(canon.takeAnnounced(), to: sink)
             return
         } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing {
-            // Shots an earlier connection left half-read in SDRAM first (the camera keeps them
-            // until DeleteObject).
-            for h in nikon.pending.take() {
-                handOnInTask(name: shownName(handle: h, name: ""), to: sink) { try await nikon.fetchFromSDRAM(h) }
-            }
+            await nikon.handOnLeftovers(to: sink)
             guard nikon.bodyEvents.due() else { return }
             found = ((try? await nikon.objectsAddedOnTheCard()) ?? []).map { ($0, "") }
             fetch = { h, _ in try await nikon.fetchImage(h, fromBody: true) }
@@ -87,21 +84,32 @@ func handOnInTask(name: String, to sink: @escaping CameraImageSink, _ fetch: @es
     }
 }
 
-/// A shot whose reading the connection broke off while the camera still holds it: left to the next
-/// session (`PTPPendingShots`), not lost.
+/// A shot the camera still holds that could not be read now (the connection broke, or the camera
+/// was busy): left to the next look (`PTPPendingShots`), not lost.
 struct PTPShotCarriedOver: Error, CustomStringConvertible {
     var description: String {
-        "the connection to the camera broke while the shot was read; it stays in the camera's memory and is fetched once the camera is back"
+        "the shot could not be read now (the connection to the camera broke, or the camera was busy); it stays in the camera's memory and is fetched once the camera answers again"
     }
 }
 
-/// Handles of shots a session could not finish reading because the connection broke and that the
-/// camera keeps (Nikon's SDRAM: ptp.md §8.2 frees it only with DeleteObject): the driver's next
-/// session fetches them; what is left when livegate stops is reported lost.
+/// Handles of shots that could not be read (the connection broke, the camera was busy) and that
+/// the camera keeps (Nikon's SDRAM: ptp.md §8.2 frees it only with DeleteObject): the live-view
+/// loop or the next capture fetches them, also in the driver's next session; what is left when
+/// livegate stops is reported lost (`close`).
 final class PTPPendingShots: Sendable {
-    private let handles = Mutex<[UInt32]>([])
-    func keep(_ h: UInt32) { handles.withLock { if !$0.contains(h) { $0.append(h) } } }
-    func take() -> [UInt32] { handles.withLock { h in defer { h = [] }; return h } }
+    private let state = Mutex<(handles: [UInt32], closed: Bool)>(([], false))
+    /// Keeps `h`; false once closed (the caller reports it lost).
+    func keep(_ h: UInt32) -> Bool {
+        state.withLock { s in
+            guard !s.closed else { return false }
+            if !s.handles.contains(h) { s.handles.append(h) }
+            return true
+        }
+    }
+    var isEmpty: Bool { state.withLock { $0.handles.isEmpty } }
+    func takeFirst() -> UInt32? { state.withLock { s in s.handles.isEmpty ? nil : s.handles.removeFirst() } }
+    /// No more keeping: the handles left.
+    func close() -> [UInt32] { state.withLock { s in defer { s = ([], true) }; return s.handles } }
 }
 
 extension NikonPTPSession {
@@ -172,23 +180,65 @@ extension NikonPTPSession {
         return try await fetchFromSDRAM(added ?? Self.sdramHandle)
     }
 
-    /// The picture in SDRAM, which is then freed (DeleteObject) for the next shot — also when the
-    /// camera's answer was unusable. When the connection breaks while it is read, the camera keeps
-    /// it: it is left to the next session (`pending`) and `PTPShotCarriedOver` thrown.
+    /// A remote shot. SDRAM shots an earlier connection left unread come first, so that the new
+    /// shot's read of 0xFFFF0001 (the oldest picture there) is the new one; the live-view loop's
+    /// fetch of such leftovers and a capture never overlap (`sdram`).
+    func captureWithLeftovers() async throws -> [CameraImage] {
+        try await sdram.withLock {
+            var images: [CameraImage] = []
+            while let h = pending.takeFirst() { images.append(try await fetchFromSDRAM(h)) }
+            images.append(try await captureIntoSDRAM())
+            return images
+        }
+    }
+
+    /// The live-view loop: SDRAM shots left unread, fetched in turn and handed to `sink` (a shot
+    /// that still cannot be read stays kept; one the camera answers wrongly for is reported lost).
+    func handOnLeftovers(to sink: @escaping CameraImageSink) async {
+        guard !pending.isEmpty else { return }
+        await sdram.withLock {
+            while let h = pending.takeFirst() {
+                do {
+                    await sink(.image(try await fetchFromSDRAM(h)))
+                } catch is PTPShotCarriedOver {
+                    return
+                } catch {
+                    await sink(.lost(name: shownName(handle: h, name: ""), reason: "\(error)"))
+                }
+            }
+        }
+    }
+
+    /// The picture in SDRAM, then freed (DeleteObject) for the next shot — also when the camera's
+    /// answer was unusable (a wrong size, an unknown handle). When the connection breaks, or the
+    /// camera is busy, the camera keeps it: it is left to a later look (`pending`) and
+    /// `PTPShotCarriedOver` thrown.
     func fetchFromSDRAM(_ handle: UInt32) async throws -> CameraImage {
         let image: CameraImage
         do {
             image = try await fetchImage(handle, fallbackName: "NIKON_SDRAM.JPG", fromBody: false)
         } catch {
-            guard !Self.connectionBroke(error) else {
-                pending.keep(handle)
-                throw PTPShotCarriedOver()
-            }
-            _ = try? await call(PTPOperation.deleteObject, [handle, 0])
+            if Self.connectionBroke(error) || Self.busy(error) { try carryOver(handle, error) }
+            do { _ = try await call(PTPOperation.deleteObject, [handle, 0]) } catch where Self.connectionBroke(error) {
+                try carryOver(handle, error)  // not freed: still the oldest picture there
+            } catch {}
             throw error
         }
         _ = try? await call(PTPOperation.deleteObject, [handle, 0])
         return image
+    }
+
+    /// Keeps `handle` for a later look and throws `PTPShotCarriedOver`; once the driver stopped,
+    /// throws `error` instead (the shot is then reported lost).
+    private func carryOver(_ handle: UInt32, _ error: any Error) throws -> Never {
+        guard pending.keep(handle) else { throw error }
+        throw PTPShotCarriedOver()
+    }
+
+    /// The camera answered DeviceBusy.
+    static func busy(_ e: any Error) -> Bool {
+        if case .camera(let code, _)? = e as? CameraControlError { return code == Int(PTPResponse.deviceBusy) }
+        return false
     }
 }
 

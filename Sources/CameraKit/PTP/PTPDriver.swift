@@ -170,6 +170,7 @@ public final class PTPDriver: CameraDriver, Sendable {
         }
         // Shots the camera announced that no session could hand on: said loudly.
         let left = canonCarryOver.take()
+        let leftInSDRAM = nikonPending.close()
         if let sink = imageSink.withLock({ $0 }) {
             for o in left.onCard {
                 await sink(.lost(name: CanonPTPSession.shownName(o), reason: "livegate stopped before fetching it; it is on the card"))
@@ -177,7 +178,7 @@ public final class PTPDriver: CameraDriver, Sendable {
             for t in left.toPC {
                 await sink(.lost(name: CanonPTPSession.shownName(t), reason: "livegate stopped before the camera handed it over"))
             }
-            for h in nikonPending.take() {
+            for h in leftInSDRAM {
                 await sink(.lost(name: shownName(handle: h, name: ""), reason: "livegate stopped before reading it again from the camera's memory"))
             }
         }

@@ -7,8 +7,10 @@ import Logging
 /// 0x2019 → retry, 0xA00B NotLiveView → restart live view.
 final class NikonPTPSession: PTPVendorBase, PTPVendorSession {
     let link: PTPLink
-    /// Shots left half-read in SDRAM by a broken connection, the driver's (kept across sessions).
+    /// SDRAM shots left unread (a broken connection, a busy camera), the driver's (kept across
+    /// sessions), and the lock that keeps their fetch and a capture apart.
     let pending: PTPPendingShots
+    let sdram = AsyncMutex()
 
     init(link: PTPLink, pending: PTPPendingShots) {
         self.link = link

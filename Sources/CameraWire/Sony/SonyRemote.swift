@@ -279,7 +279,7 @@ struct SonyRemoteFormat: StreamContainerFormat {
 ///
 /// Feed any chunking of the HTTP body; frames come out identical. A v1.0 frame-information packet
 /// describes the JPEG with its sequence number or timestamp, before or after it: once the camera
-/// is seen to send one per JPEG with matching keys, a JPEG whose information has not come yet waits
+/// is seen to send one for most JPEGs (two thirds) with matching keys, a JPEG whose information has not come yet waits
 /// for it until the next JPEG (then goes out without AF, counted in `afUnmatched`). A camera whose
 /// keys never match, or that sends information only now and then, gets the latest records on
 /// every JPEG (sticky; zero records clear them).
