@@ -54,10 +54,15 @@ public final class RTSPOutput: Sendable {
         /// RTP session and the send (0.467 → 0.394 ms/frame with one raw client, same-window A/B).
         /// Elsewhere packets stay at 1 400 bytes, inside an Ethernet or Wi-Fi MTU: UDP clients then
         /// get no IP fragments, which routers and firewalls may drop.
+        /// (Linux only: other systems cap UDP datagrams lower, e.g. 9 216 bytes by default on macOS.)
         public static func packetSize(listeningOn address: String) -> Int {
+            #if os(Linux)
             let a = address.lowercased()
             let loopback = a == "localhost" || a == "::1" || a.hasPrefix("127.")
             return loopback ? 60_000 : 1_400
+            #else
+            return 1_400
+            #endif
         }
     }
 
