@@ -110,6 +110,23 @@ struct PanasonicCardTests {
         #expect(PanasonicCard.fileSize([]) == nil)
     }
 
+    /// A title that is a file name with the resource's extension names the file (what the
+    /// independent LUMIX camera lists); any other title leaves the download name.
+    @Test func aTitleThatIsTheFileNameNamesTheFile() {
+        func paths(_ title: String) -> [String] {
+            let didl = "<DIDL-Lite><item id=\"1000001\"><dc:title>\(title)</dc:title>"
+                + "<res protocolInfo=\"http-get:*:image/jpeg:PANASONIC.COM_PN=CAM_ORG\">http://h/DO1000001.JPG</res>"
+                + "<res protocolInfo=\"http-get:*:image/jpeg:PANASONIC.COM_PN=CAM_TN\">http://h/DT1000001.JPG</res></item></DIDL-Lite>"
+            return PanasonicCard.parseDIDL(didl).items.flatMap { $0.files.map(\.path) }
+        }
+        #expect(paths("P1000001.JPG") == ["/100/P1000001.JPG"])
+        #expect(paths("p1000001.jpg") == ["/100/p1000001.jpg"])
+        #expect(paths("100-0001") == ["/100/DO1000001.JPG"])
+        #expect(paths("P1000001.MP4") == ["/100/DO1000001.JPG"])
+        #expect(paths("../../x.JPG") == ["/100/DO1000001.JPG"])
+        #expect(paths(".JPG") == ["/100/DO1000001.JPG"])
+    }
+
     @Test func theBrowseRequestCarriesWhatTheBodiesExpect() {
         let body = String(decoding: PanasonicCard.browseBody(start: 50, count: 50), as: UTF8.self)
         #expect(body.contains("<ObjectID>0</ObjectID><BrowseFlag>BrowseDirectChildren</BrowseFlag>"))

@@ -187,6 +187,8 @@ final class PythonCamera: @unchecked Sendable {
     let dir: URL
     let process = Process()
     let port: Int
+    /// The whole `ready` line (a camera with more than one port names the others there).
+    let readyLine: String
 
     /// Starts it (port 0: any free port) and waits for its `ready` line.
     init(script: String, dir: URL, port: Int = 0, arguments: [String] = [],
@@ -206,8 +208,9 @@ final class PythonCamera: @unchecked Sendable {
         while Date() < deadline, process.isRunning {
             let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(readyPrefix) }),
-               let p = Int(line.dropFirst(readyPrefix.count)) {
+               let p = Int(line.dropFirst(readyPrefix.count).prefix(while: \.isNumber)) {
                 self.port = p
+                readyLine = String(line)
                 return
             }
             try await Task.sleep(for: .milliseconds(50))

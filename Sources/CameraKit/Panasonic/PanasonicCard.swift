@@ -38,14 +38,24 @@ struct PanasonicCardItem: Sendable, Hashable {
     }
 
     /// The card files of this item: each original resource, named by the camera's file name when the
-    /// listing gives it (`PANA1793.JPG`), else by its download name (`DO1030822.JPG`), in the item's
+    /// listing gives it (`OriginalFileName`, or a title that is a file name with the resource's
+    /// extension: `P1000001.JPG`), else by its download name (`DO1030822.JPG`), in the item's
     /// folder (`/103/…`).
     var files: [(path: String, resource: Resource)] {
         resources.filter(\.isOriginal).compactMap { r in
-            let name = r.originalName ?? r.urlName
+            let name = r.originalName ?? titleName(for: r) ?? r.urlName
             guard CameraFile.isPlainName(name) else { return nil }
             return (folder.map { "/\($0)/\(name)" } ?? "/\(name)", r)
         }
+    }
+
+    /// The title, when it is a plain file name with `r`'s extension (how a body may name the file
+    /// on its card; panasonic.md does not say what the title holds).
+    func titleName(for r: Resource) -> String? {
+        guard let dot = title.lastIndex(of: "."), let urlDot = r.urlName.lastIndex(of: "."),
+              title[dot...].uppercased() == r.urlName[urlDot...].uppercased(), title.count > 4,
+              CameraFile.isPlainName(title) else { return nil }
+        return title
     }
 
     var thumbnail: Resource? { resources.first(where: \.isThumbnail) }
