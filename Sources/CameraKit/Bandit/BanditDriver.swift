@@ -46,6 +46,8 @@ public final class BanditDriver: CameraDriver, Sendable {
     private let lifecycle: DriverLifecycle
     private let channels = Mutex<[any Channel]>([])
     private let restartRequested = Mutex(false)
+    /// The card as last listed: path → the item's kind and id (`BanditCard.swift`).
+    let cardIndex = Mutex<[String: BanditMedia]>([:])
     private let backchannelClosed = Mutex(false)
     private let eventLog = Mutex<[BanditEvent]>([])
     private let eventCallback = Mutex<(@Sendable (BanditEvent) -> Void)?>(nil)

@@ -1,0 +1,102 @@
+import Foundation
+public import NIOCore
+
+/// The Bandit's media (bandit.md §2.2): `GET images` and `GET videos` list `{"total", "items"}`
+/// in pages (`offset`, `count`); each item has its `id` and its `path` on the card; the bytes come
+/// from `images/<id>/contents` / `videos/<id>/contents`, a small JPEG from `…/thumb`.
+struct BanditMedia: Sendable, Hashable {
+    enum Kind: String, Sendable { case images, videos }
+    var kind: Kind
+    var id: String
+    var file: CameraFile
+
+    /// The card path of an item (`DCIM/100BANDT/IMG_0001.JPG` → `/DCIM/100BANDT/IMG_0001.JPG`);
+    /// nil when a component is no plain file or folder name.
+    static func path(_ raw: String) -> String? {
+        let parts = raw.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard !parts.isEmpty, parts.count <= 16, parts.allSatisfy(CameraFile.isPlainName) else { return nil }
+        return "/" + parts.joined(separator: "/")
+    }
+
+    /// One listed item; nil without an id or a usable path.
+    static func item(_ o: [String: Any], kind: Kind) -> BanditMedia? {
+        guard let id = o["id"] as? String, !id.isEmpty, let raw = o["path"] as? String, let path = path(raw) else { return nil }
+        let size = (o["size_bytes"] as? NSNumber)?.intValue ?? 0
+        let date = (o["created"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) }
+        return BanditMedia(kind: kind, id: id, file: CameraFile(path: path, size: max(0, size), date: date))
+    }
+}
+
+extension BanditREST {
+    /// Every item of `kind`, page by page (at most 10 000).
+    func media(_ kind: BanditMedia.Kind) async throws -> [BanditMedia] {
+        var out: [BanditMedia] = []
+        var offset = 0
+        while offset < 10_000 {
+            let page = try await call("GET", "\(kind.rawValue)?offset=\(offset)&count=100")
+            let items = page["items"] as? [[String: Any]] ?? []
+            out += items.compactMap { BanditMedia.item($0, kind: kind) }
+            offset += items.count
+            let total = (page["total"] as? NSNumber)?.intValue ?? 0
+            if items.isEmpty || offset >= total { break }
+        }
+        return out
+    }
+
+    func mediaURL(_ m: BanditMedia, _ what: String) async throws -> HTTPURL {
+        endpoint.url(try await apiPath("\(m.kind.rawValue)/\(Self.pathComponent(m.id))/\(what)"))
+    }
+}
+
+extension BanditDriver: CardBrowsing {
+    /// The camera's images and videos.
+    public func listFiles() async throws -> [CameraFile] {
+        try await cardMedia().map(\.file)
+    }
+
+    private func cardMedia() async throws -> [BanditMedia] {
+        let all = try await rest.media(.images) + rest.media(.videos)
+        cardIndex.withLock { index in
+            index = Dictionary(all.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a })
+        }
+        return all
+    }
+
+    private func media(for file: CameraFile) async throws -> BanditMedia {
+        if let m = cardIndex.withLock({ $0[file.path] }) { return m }
+        guard let m = try await cardMedia().first(where: { $0.file.path == file.path }) else {
+            throw CameraControlError.camera(code: 404, message: "\(file.path) is no longer on the camera")
+        }
+        return m
+    }
+
+    public var hasThumbnails: Bool { true }
+
+    /// `…/<id>/thumb`: the camera's small JPEG.
+    public func thumbnail(of file: CameraFile) async throws -> [UInt8] {
+        let url = try await rest.mediaURL(try await media(for: file), "thumb")
+        var c = rest.client
+        c.maxBodyBytes = 4 << 20
+        let r = try await c.request("GET", url, timeout: .seconds(20))
+        guard r.status == 200 else { throw CameraControlError.camera(code: r.status, message: "HTTP \(r.status) for the thumbnail of \(file.path)") }
+        return r.body
+    }
+
+    /// Images carry no size in their listing: a HEAD of the contents says it.
+    public func resolve(_ file: CameraFile) async throws -> CameraFile {
+        guard file.size == 0 else { return file }
+        let url = try await rest.mediaURL(try await media(for: file), "contents")
+        var out = file
+        if let r = try? await rest.client.request("HEAD", url, timeout: .seconds(10)), r.status == 200,
+           let n = r.headers.first(where: { $0.0.lowercased() == "content-length" }).flatMap({ Int($0.1) }), n > 0 {
+            out.size = n
+        }
+        return out
+    }
+
+    /// `…/<id>/contents`, streamed.
+    public func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws {
+        let url = try await rest.mediaURL(try await media(for: file), "contents")
+        try await rest.client.download(url, what: "GET \(file.path)", body: body)
+    }
+}
