@@ -154,6 +154,14 @@ import Testing
             _ = try await gateway.capture(camera: gateway.cameras[0], autofocus: false)
             Issue.record("the Bandit took a picture through the API")
         } catch {}
+        // The card: the photo listed and read back byte for byte, its thumbnail too.
+        let card = try #require(gateway.cameras[0].driver as? any CardBrowsing)
+        let files = try await card.listFiles()
+        #expect(files.map(\.path) == ["/DCIM/100TTCAM/TT00001.JPG"], "\(files)")
+        var bytes: [UInt8] = []
+        try await card.download(try await card.resolve(files[0])) { bytes += Array(buffer: $0) }
+        #expect(bytes == emu.imageContents(id))
+        #expect(try await card.thumbnail(of: files[0]) == emu.imageContents(id))
         await gateway.stop()
         await emu.stop()
     }

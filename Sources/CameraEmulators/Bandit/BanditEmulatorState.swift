@@ -157,13 +157,17 @@ final class BanditEmulatorState: Sendable {
         case ("GET", "/api/2/images"):
             let all = images.withLock { $0.map { Self.imageJSON(id: $0.id, path: $0.path) } }
             return (.json(["total": all.count, "items": all]), [])
+        case ("GET", "/api/2/videos"):
+            // Recordings are counted but not kept as files: the card lists none.
+            return (.json(["total": 0, "items": [Any]()]), [])
         case ("GET", _) where path.hasPrefix("/api/2/images/"):
             let rest = path.dropFirst("/api/2/images/".count).split(separator: "/", omittingEmptySubsequences: false)
             guard let id = rest.first.map(String.init), let image = images.withLock({ $0.first { $0.id == id } }) else {
                 return (.error(.notFound, "no such image"), [])
             }
             if rest.count == 1 { return (.json(Self.imageJSON(id: image.id, path: image.path)), []) }
-            if rest.count == 2 && rest[1] == "contents" { return (Reply(status: .ok, body: image.jpeg), []) }
+            // The emulator's thumbnail is the photo itself.
+            if rest.count == 2 && (rest[1] == "contents" || rest[1] == "thumb") { return (Reply(status: .ok, body: image.jpeg), []) }
             return (.error(.notFound, "no such resource: \(path)"), [])
         case ("GET", _), ("POST", _), ("PUT", _), ("DELETE", _):
             return (.error(.notFound, "no such resource: \(path)"), [])
