@@ -29,8 +29,9 @@ struct IndependentCameraChecks {
     }
 
     /// `remoteShutter: false`: livegate offers no shutter for this camera; the capture must be
-    /// refused (not taken).
-    func run(_ cam: CameraRuntime, remoteShutter: Bool = true) async throws {
+    /// refused (not taken). `shotsOnCard: false`: a remote shot does not stay on the card (Nikon's
+    /// SDRAM).
+    func run(_ cam: CameraRuntime, remoteShutter: Bool = true, shotsOnCard: Bool = true) async throws {
         var shot: [SavedCapture] = []
         if remoteShutter {
             shot = try await gateway.capture(camera: cam, autofocus: false)
@@ -54,7 +55,7 @@ struct IndependentCameraChecks {
 
         let list = try await curlGet("\(base)/api/v1/cameras/cam0/files")
         let files = (try? JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])?["files"] as? [[String: Any]] ?? []
-        let onCard = objects(["card", "captured", "body_shot"])
+        let onCard = objects(shotsOnCard ? ["card", "captured", "body_shot"] : ["card", "body_shot"])
         #expect(list.code == "200" && files.count == onCard.count,
                 "\(list.code): listed \(files.compactMap { $0["path"] }) of \(onCard.compactMap { $0["name"] }) \(String(decoding: list.body.prefix(300), as: UTF8.self))")
         for f in files {
