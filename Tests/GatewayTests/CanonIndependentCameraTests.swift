@@ -32,19 +32,10 @@ import Testing
         let dir = try temporaryDirectory("livegate-canon-independent")
         defer { try? FileManager.default.removeItem(at: dir) }
         let camera = try await Self.camera(dir)
-        let captures = dir.appendingPathComponent("captures")
-        let gateway = try await startGateway(camera: "canon://127.0.0.1:\(camera.port)", label: "canon-independent") {
-            $0.capturesDirectory = captures.path
+        try await IndependentCameraChecks.with(camera, url: "canon://127.0.0.1:\(camera.port)", label: "canon-independent") { checks, cam in
+            if await checks.streams(cam) { try await checks.run(cam) }
+            #expect(Self.objects(camera, "captured").first?["target"] as? String == "card")
         }
-        let (server, base) = try await startAPIServer(gateway)
-        defer { server.cancel() }
-        let cam = try #require(gateway.cameras.first)
-        let checks = IndependentCameraChecks(camera: camera, gateway: gateway, base: base, captures: captures)
-        if await checks.streams(cam) { try await checks.run(cam) }
-        #expect(Self.objects(camera, "captured").first?["target"] as? String == "card")
-        server.cancel()
-        await gateway.stop()
-        await camera.stop()
     }
 
     /// `?target=pc`: the camera keeps no copy. The first transfer is broken off half-way with both

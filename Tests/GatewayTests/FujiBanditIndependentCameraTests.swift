@@ -16,18 +16,9 @@ import Testing
             "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--fps", "15",
         ], portFlag: "--port", readyPrefix: "ready fuji=")
         let p = camera.port
-        let captures = dir.appendingPathComponent("captures")
-        let gateway = try await startGateway(camera: "fuji://127.0.0.1:\(p)?event=\(p + 1)&liveview=\(p + 2)", label: "fuji-independent") {
-            $0.capturesDirectory = captures.path
+        try await IndependentCameraChecks.with(camera, url: "fuji://127.0.0.1:\(p)?event=\(p + 1)&liveview=\(p + 2)", label: "fuji-independent") { checks, cam in
+            if await checks.streams(cam) { try await checks.run(cam) }
         }
-        let (server, base) = try await startAPIServer(gateway)
-        defer { server.cancel() }
-        let cam = try #require(gateway.cameras.first)
-        let checks = IndependentCameraChecks(camera: camera, gateway: gateway, base: base, captures: captures)
-        if await checks.streams(cam) { try await checks.run(cam) }
-        server.cancel()
-        await gateway.stop()
-        await camera.stop()
     }
 
     /// livegate offers no shutter for the Bandit (bandit.md names none: this camera reads
@@ -40,17 +31,8 @@ import Testing
         let camera = try await PythonCamera(script: repoRoot.appendingPathComponent("Tests/Scripts/bandit_cam.py").path, dir: dir, arguments: [
             "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--fps", "15", "--notify-port", "0",
         ])
-        let captures = dir.appendingPathComponent("captures")
-        let gateway = try await startGateway(camera: "bandit://127.0.0.1:\(camera.port)?udp=0", label: "bandit-independent") {
-            $0.capturesDirectory = captures.path
+        try await IndependentCameraChecks.with(camera, url: "bandit://127.0.0.1:\(camera.port)?udp=0", label: "bandit-independent") { checks, cam in
+            if await checks.streams(cam) { try await checks.run(cam, remoteShutter: false) }
         }
-        let (server, base) = try await startAPIServer(gateway)
-        defer { server.cancel() }
-        let cam = try #require(gateway.cameras.first)
-        let checks = IndependentCameraChecks(camera: camera, gateway: gateway, base: base, captures: captures)
-        if await checks.streams(cam) { try await checks.run(cam, remoteShutter: false) }
-        server.cancel()
-        await gateway.stop()
-        await camera.stop()
     }
 }

@@ -15,6 +15,21 @@ struct IndependentCameraChecks {
     let base: String
     let captures: URL
 
+    /// A gateway on the camera at `url` (saving into `captures` beside the camera's logs) with the
+    /// control API, `body` run with the checks and the camera's runtime, then everything stopped.
+    static func with(_ camera: PythonCamera, url: String, label: String,
+                     _ body: (IndependentCameraChecks, CameraRuntime) async throws -> Void) async throws {
+        let captures = camera.dir.appendingPathComponent("captures")
+        let gateway = try await startGateway(camera: url, label: label) { $0.capturesDirectory = captures.path }
+        let (server, base) = try await startAPIServer(gateway)
+        defer { server.cancel() }
+        let cam = try #require(gateway.cameras.first)
+        try await body(IndependentCameraChecks(camera: camera, gateway: gateway, base: base, captures: captures), cam)
+        server.cancel()
+        await gateway.stop()
+        await camera.stop()
+    }
+
     func objects(_ evs: Set<String>) -> [[String: Any]] {
         PythonCamera.lines(camera.dir.appendingPathComponent("objects.jsonl")).filter { evs.contains($0["ev"] as? String ?? "") }
     }

@@ -19,16 +19,9 @@ import Testing
         ] + (groupedByDay ? ["--group-by-day"] : []))
         let dlna = try #require(camera.readyLine.components(separatedBy: "dlna=").last.flatMap { Int($0) },
                                 "no DLNA port in '\(camera.readyLine)'")
-        let captures = dir.appendingPathComponent("captures")
         let url = "panasonic://127.0.0.1:\(camera.port)?lvport=0&dlnaport=\(dlna)"
-        let gateway = try await startGateway(camera: url, label: "lumix-independent") { $0.capturesDirectory = captures.path }
-        let (server, base) = try await startAPIServer(gateway)
-        defer { server.cancel() }
-        let cam = try #require(gateway.cameras.first)
-        let checks = IndependentCameraChecks(camera: camera, gateway: gateway, base: base, captures: captures)
-        if await checks.streams(cam) { try await checks.run(cam) }
-        server.cancel()
-        await gateway.stop()
-        await camera.stop()
+        try await IndependentCameraChecks.with(camera, url: url, label: "lumix-independent") { checks, cam in
+            if await checks.streams(cam) { try await checks.run(cam) }
+        }
     }
 }

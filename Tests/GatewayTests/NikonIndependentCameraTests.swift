@@ -30,22 +30,13 @@ import Testing
         let dir = try temporaryDirectory("livegate-nikon-independent")
         defer { try? FileManager.default.removeItem(at: dir) }
         let camera = try await Self.camera(dir)
-        let captures = dir.appendingPathComponent("captures")
-        let gateway = try await startGateway(camera: "nikon://127.0.0.1:\(camera.port)", label: "nikon-independent") {
-            $0.capturesDirectory = captures.path
+        try await IndependentCameraChecks.with(camera, url: "nikon://127.0.0.1:\(camera.port)", label: "nikon-independent") { checks, cam in
+            if await checks.streams(cam) { try await checks.run(cam, shotsOnCard: false) }
+            // A name that leaves the card is refused as such; one that is not there is 404.
+            let traversal = try await curlGet("\(checks.base)/api/v1/cameras/cam0/files/DCIM/..%2F..%2Fetc/passwd")
+            #expect(traversal.code == "400", "\(traversal.code) \(String(decoding: traversal.body, as: UTF8.self))")
+            #expect(try await curlGet("\(checks.base)/api/v1/cameras/cam0/files/DCIM/100NIKON/NOPE.JPG").code == "404")
         }
-        let (server, base) = try await startAPIServer(gateway)
-        defer { server.cancel() }
-        let cam = try #require(gateway.cameras.first)
-        let checks = IndependentCameraChecks(camera: camera, gateway: gateway, base: base, captures: captures)
-        if await checks.streams(cam) { try await checks.run(cam, shotsOnCard: false) }
-        // A name that leaves the card is refused as such; one that is not there is 404.
-        let traversal = try await curlGet("\(base)/api/v1/cameras/cam0/files/DCIM/..%2F..%2Fetc/passwd")
-        #expect(traversal.code == "400", "\(traversal.code) \(String(decoding: traversal.body, as: UTF8.self))")
-        #expect(try await curlGet("\(base)/api/v1/cameras/cam0/files/DCIM/100NIKON/NOPE.JPG").code == "404")
-        server.cancel()
-        await gateway.stop()
-        await camera.stop()
     }
 
     /// The camera drops both connections half-way through the first transfer of a shot: the
