@@ -35,8 +35,8 @@ public struct GatewayOptions: Sendable {
     public var rtspIdleTimeoutSeconds = 30
     /// An RTSP client that reads nothing for this long (its socket stays full) is closed (0: never).
     public var rtspStallTimeoutSeconds = 10
-    /// Largest RTP packet of the raw RTSP mounts; nil: 60 000 while listening on loopback, else
-    /// 1 400 (`RTSPOutput.Configuration.packetSize(listeningOn:)`).
+    /// Largest RTP packet of the raw RTSP mounts; nil: 60 000 while listening on loopback (Linux),
+    /// else 1 400 (`RTSPOutput.Configuration.packetSize(listeningOn:)`).
     public var rawPacketSize: Int?
     /// Publish the first camera as a PipeWire camera node of this name.
     public var pipewireNode: String?

@@ -18,27 +18,33 @@ struct BanditMedia: Sendable, Hashable {
         return "/" + parts.joined(separator: "/")
     }
 
-    /// One listed item; nil without an id or a usable path.
-    static func item(_ o: [String: Any], kind: Kind) -> BanditMedia? {
-        guard let id = o["id"] as? String, !id.isEmpty, let raw = o["path"] as? String, let path = path(raw) else { return nil }
+    /// One listed item; nil without an id (`.` and `..` are none) or a usable path.
+    static func item(_ o: [String: Any], kind: Kind, dates: ISO8601DateFormatter) -> BanditMedia? {
+        guard let id = o["id"] as? String, !id.isEmpty, id != ".", id != "..", let raw = o["path"] as? String, let path = path(raw)
+        else { return nil }
         let size = (o["size_bytes"] as? NSNumber)?.intValue ?? 0
-        let date = (o["created"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) }
+        let date = (o["created"] as? String).flatMap { dates.date(from: $0) }
         return BanditMedia(kind: kind, id: id, file: CameraFile(path: path, size: max(0, size), date: date))
     }
 }
 
 extension BanditREST {
-    /// Every item of `kind`, page by page (at most 10 000).
+    /// Every item of `kind`, page by page (at most 10 000 of each kind), each id once. Ends at the
+    /// camera's `total`, at a short page when it gives none, or at a page that brings nothing new
+    /// (a camera that ignores `offset`).
     func media(_ kind: BanditMedia.Kind) async throws -> [BanditMedia] {
         var out: [BanditMedia] = []
+        var seen = Set<String>()
         var offset = 0
+        let dates = ISO8601DateFormatter()
         while offset < 10_000 {
             let page = try await call("GET", "\(kind.rawValue)?offset=\(offset)&count=100")
             let items = page["items"] as? [[String: Any]] ?? []
-            out += items.compactMap { BanditMedia.item($0, kind: kind) }
+            let fresh = items.compactMap { BanditMedia.item($0, kind: kind, dates: dates) }.filter { seen.insert($0.id).inserted }
+            out += fresh
             offset += items.count
-            let total = (page["total"] as? NSNumber)?.intValue ?? 0
-            if items.isEmpty || offset >= total { break }
+            let total = (page["total"] as? NSNumber)?.intValue
+            if items.isEmpty || fresh.isEmpty || offset >= (total ?? .max) || (total == nil && items.count < 100) { break }
         }
         return out
     }
@@ -55,10 +61,10 @@ extension BanditDriver: CardBrowsing {
     }
 
     private func cardMedia() async throws -> [BanditMedia] {
-        let all = try await rest.media(.images) + rest.media(.videos)
-        cardIndex.withLock { index in
-            index = Dictionary(all.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a })
-        }
+        var all: [BanditMedia] = []
+        var paths = Set<String>()
+        for m in try await rest.media(.images) + rest.media(.videos) where paths.insert(m.file.path).inserted { all.append(m) }
+        cardIndex.withLock { $0 = Dictionary(all.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a }) }
         return all
     }
 
@@ -77,7 +83,10 @@ extension BanditDriver: CardBrowsing {
         let url = try await rest.mediaURL(try await media(for: file), "thumb")
         var c = rest.client
         c.maxBodyBytes = 4 << 20
-        let r = try await c.request("GET", url, timeout: .seconds(20))
+        let r: HTTPResponse
+        do { r = try await c.request("GET", url, timeout: .seconds(20)) } catch {
+            throw CameraControlError.unavailable("the thumbnail of \(file.path): \(error)")
+        }
         guard r.status == 200 else { throw CameraControlError.camera(code: r.status, message: "HTTP \(r.status) for the thumbnail of \(file.path)") }
         return r.body
     }

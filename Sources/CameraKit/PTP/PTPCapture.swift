@@ -9,7 +9,7 @@ extension PTPDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         let session = try current()
         do {
-            if let nikon = session as? NikonPTPSession { return try await nikon.captureWithLeftovers() }
+            if let nikon = session as? NikonPTPSession { return try await nikon.captureWithLeftovers(sink: imageSink.withLock { $0 }) }
             if let canon = session as? CanonPTPSession {
                 return try await canon.release(autofocus: autofocus, bodySink: imageSink.withLock { $0 })
             }
@@ -98,6 +98,10 @@ struct PTPShotCarriedOver: Error, CustomStringConvertible {
 /// livegate stops is reported lost (`close`).
 final class PTPPendingShots: Sendable {
     private let state = Mutex<(handles: [UInt32], closed: Bool)>(([], false))
+    /// Shots read whole whose DeleteObject failed: freed before the next shutter.
+    private let unfreed = Mutex<[UInt32]>([])
+    func keepUnfreed(_ h: UInt32) { unfreed.withLock { if !$0.contains(h) { $0.append(h) } } }
+    func takeUnfreed() -> [UInt32] { unfreed.withLock { u in defer { u = [] }; return u } }
     /// Keeps `h`; false once closed (the caller reports it lost).
     func keep(_ h: UInt32) -> Bool {
         state.withLock { s in
@@ -180,31 +184,41 @@ extension NikonPTPSession {
         return try await fetchFromSDRAM(added ?? Self.sdramHandle)
     }
 
-    /// A remote shot. SDRAM shots an earlier connection left unread come first, so that the new
-    /// shot's read of 0xFFFF0001 (the oldest picture there) is the new one; the live-view loop's
-    /// fetch of such leftovers and a capture never overlap (`sdram`).
-    func captureWithLeftovers() async throws -> [CameraImage] {
-        try await sdram.withLock {
-            var images: [CameraImage] = []
-            while let h = pending.takeFirst() { images.append(try await fetchFromSDRAM(h)) }
-            images.append(try await captureIntoSDRAM())
-            return images
+    /// A remote shot. SDRAM shots an earlier connection left unread are handed to `sink` first
+    /// (each saved as soon as it is read), so that the new shot's read of 0xFFFF0001 (the oldest
+    /// picture there) is the new one; while one still cannot be read the capture is refused. A
+    /// picture read but not freed is freed before the shutter. The live-view loop's fetch of
+    /// leftovers and a capture never overlap (`sdram`; `capturing` counts the whole of it).
+    func captureWithLeftovers(sink: CameraImageSink?) async throws -> [CameraImage] {
+        capturing.withLock { $0 += 1 }
+        defer { capturing.withLock { $0 -= 1 } }
+        return try await sdram.withLock {
+            if let sink { await takeLeftovers(to: sink) }
+            guard pending.isEmpty else {
+                throw CameraControlError.refused("an earlier shot still waits in the camera's memory and could not be read yet; livegate fetches it first")
+            }
+            for h in pending.takeUnfreed() { _ = try? await call(PTPOperation.deleteObject, [h, 0]) }
+            return [try await captureIntoSDRAM()]
         }
     }
 
-    /// The live-view loop: SDRAM shots left unread, fetched in turn and handed to `sink` (a shot
-    /// that still cannot be read stays kept; one the camera answers wrongly for is reported lost).
+    /// The live-view loop: SDRAM shots left unread, handed to `sink` (not while a capture runs:
+    /// it takes them itself).
     func handOnLeftovers(to sink: @escaping CameraImageSink) async {
-        guard !pending.isEmpty else { return }
-        await sdram.withLock {
-            while let h = pending.takeFirst() {
-                do {
-                    await sink(.image(try await fetchFromSDRAM(h)))
-                } catch is PTPShotCarriedOver {
-                    return
-                } catch {
-                    await sink(.lost(name: shownName(handle: h, name: ""), reason: "\(error)"))
-                }
+        guard !pending.isEmpty, !isCapturing else { return }
+        await sdram.withLock { await takeLeftovers(to: sink) }
+    }
+
+    /// Leftovers fetched in turn and handed to `sink`; one that still cannot be read stays kept
+    /// (and ends the turn), one the camera answers wrongly for is reported lost.
+    private func takeLeftovers(to sink: CameraImageSink) async {
+        while let h = pending.takeFirst() {
+            do {
+                await sink(.image(try await fetchFromSDRAM(h)))
+            } catch is PTPShotCarriedOver {
+                return
+            } catch {
+                await sink(.lost(name: shownName(handle: h, name: ""), reason: "\(error)"))
             }
         }
     }
@@ -218,13 +232,15 @@ extension NikonPTPSession {
         do {
             image = try await fetchImage(handle, fallbackName: "NIKON_SDRAM.JPG", fromBody: false)
         } catch {
-            if Self.connectionBroke(error) || Self.busy(error) { try carryOver(handle, error) }
+            if Self.connectionBroke(error) || Self.busy(error) || error is CancellationError { try carryOver(handle, error) }
             do { _ = try await call(PTPOperation.deleteObject, [handle, 0]) } catch where Self.connectionBroke(error) {
                 try carryOver(handle, error)  // not freed: still the oldest picture there
             } catch {}
             throw error
         }
-        _ = try? await call(PTPOperation.deleteObject, [handle, 0])
+        // Read but not freed: still the oldest picture there, which the next capture would read
+        // as its own; it is freed before the next shutter.
+        if (try? await call(PTPOperation.deleteObject, [handle, 0]))?.ok != true { pending.keepUnfreed(handle) }
         return image
     }
 

@@ -49,12 +49,13 @@ struct PanasonicCardItem: Sendable, Hashable {
         }
     }
 
-    /// The title, when it is a plain file name with `r`'s extension (how a body may name the file
-    /// on its card; panasonic.md does not say what the title holds).
+    /// The title, when it is a plain file name with `r`'s extension and no other original of the
+    /// item has that extension (how a body may name the file on its card; panasonic.md does not
+    /// say what the title holds).
     func titleName(for r: Resource) -> String? {
-        guard let dot = title.lastIndex(of: "."), let urlDot = r.urlName.lastIndex(of: "."),
-              title[dot...].uppercased() == r.urlName[urlDot...].uppercased(), title.count > 4,
-              CameraFile.isPlainName(title) else { return nil }
+        func ext(_ s: String) -> String? { s.lastIndex(of: ".").map { s[$0...].uppercased() } }
+        guard let e = ext(title), ext(r.urlName) == e, title.count > 4, CameraFile.isPlainName(title),
+              resources.filter({ $0.isOriginal && ext($0.urlName) == e }).count == 1 else { return nil }
         return title
     }
 
