@@ -64,7 +64,7 @@ extension BanditDriver: CardBrowsing {
         var all: [BanditMedia] = []
         var paths = Set<String>()
         for m in try await rest.media(.images) + rest.media(.videos) where paths.insert(m.file.path).inserted { all.append(m) }
-        cardIndex.withLock { $0 = Dictionary(all.map { ($0.file.path, $0) }, uniquingKeysWith: { a, _ in a }) }
+        cardIndex.withLock { $0 = Dictionary(uniqueKeysWithValues: all.map { ($0.file.path, $0) }) }
         return all
     }
 

@@ -71,13 +71,11 @@ func shownName(handle: UInt32, name: String) -> String {
 }
 
 /// Fetches one announced image in a task of its own (retried) and hands it to `sink`, or reports
-/// it lost there (not when the fetch left it to the next connection: `PTPShotCarriedOver`).
+/// it lost there.
 func handOnInTask(name: String, to sink: @escaping CameraImageSink, _ fetch: @escaping @Sendable () async throws -> CameraImage) {
     Task {
         do {
             await sink(.image(try await retrying { try await fetch() }))
-        } catch is PTPShotCarriedOver {
-            // The next session fetches it.
         } catch {
             await sink(.lost(name: name, reason: "\(error)"))
         }
