@@ -134,9 +134,11 @@ import Testing
     }
 }
 
-/// The Bandit has no remote shutter, but announces photos taken with its button: they are fetched.
+/// The Bandit: photos taken with its button are fetched by themselves; livegate's shutter works in
+/// an image mode (`POST record`, the reading bandit.md leaves open) and is refused in video mode or
+/// when the camera answers the other way (starts a recording).
 @Suite(.serialized) struct BanditTransferTests {
-    @Test func aPhotoTakenOnTheCameraIsFetchedByItself() async throws {
+    @Test func aPhotoTakenOnTheCameraIsFetchedByItselfAndTheShutterWorksInImageMode() async throws {
         let emu = BanditEmulator(port: 0, fps: 10, source: try TestPatternSource(width: 320, height: 240),
                                  group: MultiThreadedEventLoopGroup.singleton, sentFrameHistory: 0)
         _ = try await emu.start()
@@ -149,19 +151,48 @@ import Testing
         let saved = try #require(gateway.captures(camera: "cam0").first)
         #expect(saved.fromBody && saved.cameraName == "TT00001.JPG")
         #expect(Array(FileManager.default.contents(atPath: saved.path) ?? Data()) == emu.imageContents(id))
-        // The API still has no shutter for it: 501.
-        do {
-            _ = try await gateway.capture(camera: gateway.cameras[0], autofocus: false)
-            Issue.record("the Bandit took a picture through the API")
-        } catch {}
-        // The card: the photo listed and read back byte for byte, its thumbnail too.
+
+        // Video mode (the default): refused before the camera is asked anything.
+        let driver = try #require(gateway.cameras[0].driver as? BanditDriver)
+        await #expect(throws: CameraControlError.self, "a capture was taken in video mode") {
+            try await gateway.capture(camera: gateway.cameras[0], autofocus: false)
+        }
+        #expect(!emu.requests.contains { $0.path == "/api/2/record" }, "the shutter was sent in video mode")
+
+        // Image mode, single: one photo, saved byte for byte as this capture's (not a body shot).
+        try await driver.rest.call("PUT", "settings/image")
+        let one = try await gateway.capture(camera: gateway.cameras[0], autofocus: false)
+        #expect(one.count == 1 && one.first?.cameraName == "TT00002.JPG", "\(one.map(\.cameraName))")
+        #expect(one.allSatisfy { !$0.fromBody })
+        #expect(Array(FileManager.default.contents(atPath: one.first?.path ?? "") ?? Data()) == emu.imageContents("IMG00002"))
+
+        // Burst of three: one capture, three files.
+        try await driver.rest.call("POST", "settings/image", body: ["mode": "burst", "resolution": "8MP", "burst_count": 3])
+        let burst = try await gateway.capture(camera: gateway.cameras[0], autofocus: false)
+        #expect(burst.map(\.cameraName) == ["TT00003.JPG", "TT00004.JPG", "TT00005.JPG"], "\(burst.map(\.cameraName))")
+        for (f, cid) in zip(burst, ["IMG00003", "IMG00004", "IMG00005"]) {
+            #expect(Array(FileManager.default.contents(atPath: f.path) ?? Data()) == emu.imageContents(cid), "\(f.cameraName)")
+        }
+        // Nothing of the captures was saved a second time as a body shot.
+        #expect(gateway.captures(camera: "cam0").count == 5, "\(gateway.captures(camera: "cam0").map(\.cameraName))")
+
+        // The card: the photos listed and read back byte for byte, a thumbnail too.
         let card = try #require(gateway.cameras[0].driver as? any CardBrowsing)
         let files = try await card.listFiles()
-        #expect(files.map(\.path) == ["/DCIM/100TTCAM/TT00001.JPG"], "\(files)")
+        #expect(files.map(\.path) == (1...5).map { "/DCIM/100TTCAM/TT0000\($0).JPG" }, "\(files)")
         var bytes: [UInt8] = []
         try await card.download(try await card.resolve(files[0])) { bytes += Array(buffer: $0) }
         #expect(bytes == emu.imageContents(id))
         #expect(try await card.thumbnail(of: files[0]) == emu.imageContents(id))
+
+        // A body that reads the call as "record a video": no photo comes, the recording it started
+        // is stopped and the capture refused with that reason.
+        emu.recordIsShutter = false
+        let refusal: (any Error)?
+        do { _ = try await gateway.capture(camera: gateway.cameras[0], autofocus: false); refusal = nil } catch { refusal = error }
+        #expect("\(refusal.map { "\($0)" } ?? "taken")".contains("started a recording"), "\(String(describing: refusal))")
+        #expect(!emu.isRecording, "the recording the shutter started was left running")
+        #expect(driver.state == .streaming)
         await gateway.stop()
         await emu.stop()
     }

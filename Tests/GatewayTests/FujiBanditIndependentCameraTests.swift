@@ -21,18 +21,20 @@ import Testing
         }
     }
 
-    /// livegate offers no shutter for the Bandit (bandit.md names none: this camera reads
-    /// `POST record` in an image mode as one, a reading livegate does not make yet): the capture
-    /// is refused; photos taken with the camera's button are saved, the card read.
+    /// The Bandit takes photos in an image mode; this camera reads `POST record` there as the
+    /// shutter (bandit.md names none), as livegate does: the image mode is set on the camera first
+    /// (as its owner would), then the capture, a photo from the camera's button and the card.
     @Test(.enabled(if: usable, "needs python3, ffmpeg and curl"))
-    func bodyShotAndCardAgainstAnIndependentBandit() async throws {
+    func captureBodyShotAndCardAgainstAnIndependentBandit() async throws {
         let dir = try temporaryDirectory("livegate-bandit-independent")
         defer { try? FileManager.default.removeItem(at: dir) }
         let camera = try await PythonCamera(script: repoRoot.appendingPathComponent("Tests/Scripts/bandit_cam.py").path, dir: dir, arguments: [
             "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--fps", "15", "--notify-port", "0",
         ])
+        let mode = try await curlGet("http://127.0.0.1:\(camera.port)/api/2/settings/image", ["-X", "PUT"])
+        #expect(mode.code == "200", "the camera did not switch to image mode: \(mode.code) \(String(decoding: mode.body, as: UTF8.self))")
         try await IndependentCameraChecks.with(camera, url: "bandit://127.0.0.1:\(camera.port)?udp=0", label: "bandit-independent") { checks, cam in
-            if await checks.streams(cam) { try await checks.run(cam, remoteShutter: false) }
+            if await checks.streams(cam) { try await checks.run(cam) }
         }
     }
 }

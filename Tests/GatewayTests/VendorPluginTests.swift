@@ -47,16 +47,30 @@ import Vendors
         let summary = try await runProcessAsync(which("curl")!, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 10)
         let obj = try #require(try JSONSerialization.jsonObject(with: Data(summary.output.utf8)) as? [String: Any])
         let caps = try #require(obj["capabilities"] as? [String: Bool], "\(summary.output)")
-        #expect(caps["liveView"] == true && caps["touchAF"] == false && caps["shutter"] == false, "\(caps)")
+        #expect(caps["liveView"] == true && caps["touchAF"] == false && caps["shutter"] == true, "\(caps)")
         #expect(obj["properties"] as? [String] == ["whiteBalance"])
         let focus = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"x": 10, "y": 10}"#,
                                                    "\(base)/api/v1/cameras/cam0/focus"], timeout: 10)
         #expect(focus.output.hasSuffix("\n501"), "\(focus.output)")
         #expect(focus.output.contains("fixed-focus"), "\(focus.output)")
+        #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
         let capture = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "\(base)/api/v1/cameras/cam0/capture"],
                                      timeout: 10)
-        #expect(capture.output.hasSuffix("\n501") && capture.output.contains("shutter"), "\(capture.output)")
+        // The Bandit has a shutter in image mode only; the emulator starts in video mode.
+        #expect(capture.output.hasSuffix("\n409") && capture.output.contains("video mode"), "\(capture.output)")
         server.cancel()
         await gateway.stop()
+
+        // A generic PTP/IP camera has no shutter: 501 with the reason, before the camera is asked
+        // (this one is not even there).
+        let generic = try await startGateway(camera: "ptpip://127.0.0.1:1", label: "vendors-generic")
+        let (server2, base2) = try await startAPIServer(generic)
+        defer { server2.cancel() }
+        let refused = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json",
+                                                             "\(base2)/api/v1/cameras/cam0/capture"],
+                                                timeout: 10)
+        #expect(refused.output.hasSuffix("\n501") && refused.output.contains("shutter"), "\(refused.output)")
+        server2.cancel()
+        await generic.stop()
     }
 }

@@ -216,11 +216,22 @@ public final class BanditEmulator: CameraEmulator, Sendable {
     /// announced with `photo_captured`. Returns its id.
     @discardableResult
     public func shootOnBody() -> String {
-        let n = state.images.withLock { $0.count } + 1
-        let jpeg = source.frame(index: 1_000_000 + n).jpeg
-        let image = state.addImage(jpeg)
+        let image = storePhoto()
         notify("photo_captured", [image])
         return image["id"] as? String ?? ""
+    }
+
+    /// Makes a new photo (a distinct test-pattern frame) and stores it; returns its image object.
+    private func storePhoto() -> [String: Any] {
+        let n = state.images.withLock { $0.count } + 1
+        return state.addImage(source.frame(index: 1_000_000 + n).jpeg)
+    }
+
+    /// In an image mode, whether `POST record {"recording_active": true}` takes photos (the
+    /// default) or starts a recording (the other reading of bandit.md, which names no shutter).
+    public var recordIsShutter: Bool {
+        get { state.recordIsShutter.load(ordering: .relaxed) }
+        set { state.recordIsShutter.store(newValue, ordering: .relaxed) }
     }
 
     /// The bytes of a stored photo.
@@ -233,6 +244,9 @@ public final class BanditEmulator: CameraEmulator, Sendable {
         for e in effects {
             switch e {
             case .notify(let name, let payload): notify(name, payload)
+            case .shoot(let count):
+                let photos = (0..<count).map { _ in storePhoto() }
+                notify("photo_captured", photos)
             }
         }
     }

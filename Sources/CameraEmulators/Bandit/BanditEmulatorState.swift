@@ -31,10 +31,21 @@ final class BanditEmulatorState: Sendable {
         var intervalSecs = 0.0
     }
 
+    /// A photo mode (`settings.image`).
+    struct Image: Equatable {
+        var mode = "single"
+        var resolution = "16MP"
+        var count = 10
+    }
+
     struct Values {
         var camera = Camera()
         var scene = Scene()
         var video = Video()
+        /// Set while the camera takes photos (image type), nil in video type.
+        var image: Image?
+        /// The image mode `PUT settings/image` switches back to.
+        var lastImage = Image()
         var recording = false
         var recordingStartNanos: UInt64 = 0
         var recordedFrames = 0
@@ -83,6 +94,9 @@ final class BanditEmulatorState: Sendable {
     let values = Mutex(Values())
     private let log = Mutex<[(method: String, path: String, body: String)]>([])
     let backchannelPort = Atomic<Int>(0)
+    /// In image type, `POST record` takes photos (true) or, the other reading of the notes, starts
+    /// a recording as in video type (false).
+    let recordIsShutter = Atomic<Bool>(true)
     /// Photos on the card: id, path, bytes.
     let images = Mutex<[(id: String, path: String, jpeg: [UInt8])]>([])
 
@@ -120,6 +134,8 @@ final class BanditEmulatorState: Sendable {
     /// Side effects a request asks the emulator to carry out (outside the lock).
     enum Effect {
         case notify(name: String, payload: Any)
+        /// Take `count` photos and announce them in one `photo_captured`.
+        case shoot(count: Int)
     }
 
     /// Handles one request. `peer` is the HTTP client's address (the viewfinder's destination IP).
@@ -149,7 +165,15 @@ final class BanditEmulatorState: Sendable {
         case ("POST", "/api/2/settings/video"):
             return (postVideo(obj), [])
         case ("PUT", "/api/2/settings/video"):
-            return (.json(videoJSON(values.withLock { $0.video })), [])
+            // "Switch to video mode with last used settings".
+            guard !values.withLock({ $0.recording }) else { return (.error(.conflict, "recording"), []) }
+            return (.json(videoJSON(values.withLock { v in v.image = nil; return v.video })), [])
+        case ("PUT", "/api/2/settings/image"):
+            // "Switch to image mode with last used settings".
+            guard !values.withLock({ $0.recording }) else { return (.error(.conflict, "recording"), []) }
+            return (.json(Self.imageModeJSON(values.withLock { v in v.image = v.lastImage; return v.lastImage })), [])
+        case ("POST", "/api/2/settings/image"):
+            return (postImage(obj), [])
         case ("POST", "/api/2/viewfinder"):
             return postViewfinder(obj, peer: peer)
         case ("POST", "/api/2/record"):
@@ -201,13 +225,38 @@ final class BanditEmulatorState: Sendable {
             for (k, b) in v.camera.bools { camera[k] = b }
             var scene: [String: Any] = ["mode": v.scene.mode]
             for (k, n) in v.scene.values { scene[k] = n }
-            return ["camera": camera, "wifi": ["ssid": "Bandit-EMU1"], "scene": scene, "video": videoJSON(v.video)]
+            var out: [String: Any] = ["camera": camera, "wifi": ["ssid": "Bandit-EMU1"], "scene": scene]
+            if let image = v.image { out["image"] = Self.imageModeJSON(image) } else { out["video"] = videoJSON(v.video) }
+            return out
         }
     }
 
     func videoJSON(_ m: Video) -> [String: Any] {
         ["mode": m.mode, "resolution": m.resolution, "framerate_fps": m.framerate, "fov": m.fov,
          "slow_motion_rate": m.slowMotionRate, "interval_secs": m.intervalSecs, "scenes_disabled": [String]()]
+    }
+
+    static func imageModeJSON(_ m: Image) -> [String: Any] {
+        ["mode": m.mode, "resolution": m.resolution, "burst_count": m.count, "count": m.count,
+         "duration_secs": 0, "interval_secs": m.mode == "continuous" ? 1 : 0]
+    }
+
+    /// `POST settings/image`: an offered (mode, resolution); switches to image type.
+    private func postImage(_ o: [String: Any]) -> Reply {
+        guard let mode = o["mode"] as? String, let res = o["resolution"] as? String else {
+            return .error(.badRequest, "mode and resolution are required")
+        }
+        guard Self.imageCapabilities.contains(where: { $0["mode"] as? String == mode && $0["resolution"] as? String == res }) else {
+            return .error(.badRequest, "image mode \(mode) \(res) not supported")
+        }
+        let count = (o["burst_count"] as? NSNumber ?? o["count"] as? NSNumber)?.intValue ?? 10
+        return values.withLock { v -> Reply in
+            guard !v.recording else { return .error(.conflict, "recording") }
+            let m = Image(mode: mode, resolution: res, count: max(1, min(count, 30)))
+            v.image = m
+            v.lastImage = m
+            return .empty
+        }
     }
 
     /// `PUT settings/camera`: a partial camera object; every key must be known and every value valid,
@@ -280,6 +329,7 @@ final class BanditEmulatorState: Sendable {
         let recording = values.withLock { $0.recording }
         guard !recording else { return .error(.conflict, "recording") }
         values.withLock {
+            $0.image = nil
             $0.video = Video(mode: mode, resolution: res, framerate: fps, fov: fov,
                              slowMotionRate: cap["slow_motion_rate"] as? Int ?? 1,
                              intervalSecs: cap["interval_secs"] as? Double ?? 0)
@@ -329,6 +379,15 @@ final class BanditEmulatorState: Sendable {
     private func postRecord(_ o: [String: Any]) -> (Reply, [Effect]) {
         guard let active = o["recording_active"] as? Bool else {
             return (.error(.badRequest, "recording_active (bool) is required"), [])
+        }
+        if let image = values.withLock({ $0.image }), recordIsShutter.load(ordering: .relaxed) {
+            // Image type: the record call is the shutter (the notes name no other; UNCONFIRMED).
+            guard active else { return (.empty, []) }
+            switch image.mode {
+            case "single": return (.empty, [.shoot(count: 1)])
+            case "burst": return (.empty, [.shoot(count: image.count)])
+            default: return (.error(.conflict, "continuous photo runs are not emulated"), [])
+            }
         }
         if active {
             let ok = values.withLock { v -> Bool in

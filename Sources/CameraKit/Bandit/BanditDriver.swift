@@ -30,6 +30,8 @@ public enum BanditControlError: Error, Sendable, CustomStringConvertible {
 /// (stop + start), a closed backchannel or a failed restart ends the session, and the session loop
 /// reconnects with back-off (≤ 2 s between attempts).
 ///
+/// Shutter: `capture` in an image mode (`BanditTransfer.swift`).
+///
 /// Common vocabulary: only white balance exists (auto + Kelvin presets, see `BanditVocabulary`); ISO,
 /// shutter, aperture, exposure compensation, focus mode and touch-AF are `notSupported`. Vendor
 /// controls: `startRecording()`, `stopRecording()`, `videoMode()`, `videoModes()`, `setVideoMode(_:)`,
@@ -49,6 +51,7 @@ public final class BanditDriver: CameraDriver, Sendable {
     /// The card as last listed: path → the item's kind and id (`BanditCard.swift`).
     let cardIndex = Mutex<[String: BanditMedia]>([:])
     private let backchannelClosed = Mutex(false)
+    private let backchannelUp = Mutex(false)
     private let eventLog = Mutex<[BanditEvent]>([])
     private let eventCallback = Mutex<(@Sendable (BanditEvent) -> Void)?>(nil)
     private let recordingBox = Mutex(false)
@@ -58,6 +61,8 @@ public final class BanditDriver: CameraDriver, Sendable {
 
     /// No datagram for this long restarts the viewfinder.
     public let stallTimeout: Duration = .seconds(2)
+    /// How long a capture waits for the camera's `photo_captured` after the shutter.
+    public let shotTimeout: Duration = .seconds(15)
     /// Events kept in `events`.
     public static let eventHistory = 256
 
@@ -91,6 +96,9 @@ public final class BanditDriver: CameraDriver, Sendable {
     /// True while the camera records, as far as the driver knows (status, notifications, own requests).
     public var isRecording: Bool { recordingBox.withLock { $0 } }
 
+    /// True while the backchannel (the camera's notifications) is connected.
+    var hasBackchannel: Bool { backchannelUp.withLock { $0 } && !backchannelClosed.withLock { $0 } }
+
     /// The local UDP port of the current viewfinder session (0 when none).
     public var viewfinderPort: Int { portBox.withLock { $0 } }
 
@@ -103,6 +111,7 @@ public final class BanditDriver: CameraDriver, Sendable {
         lifecycle.start(session: { [self] in try await self.session(hub: hub) },
                         afterSession: { [self] in
                             closeChannels()
+                            backchannelUp.withLock { $0 = false }
                             portBox.withLock { $0 = 0 }
                         })
     }
@@ -165,6 +174,7 @@ public final class BanditDriver: CameraDriver, Sendable {
         // Backchannel (camera pushes JSON lines; we never send).
         backchannelClosed.withLock { $0 = false }
         let backchannel = await connectBackchannel(port: status.backchannelPort)
+        backchannelUp.withLock { $0 = backchannel != nil }
 
         restartRequested.withLock { $0 = false }
         lifecycle.resetStallClock()
@@ -258,6 +268,7 @@ public final class BanditDriver: CameraDriver, Sendable {
         switch event {
         case .recordingStarted:
             recordingBox.withLock { $0 = true }
+            transfer.recordingStarted()
             logger.info("bandit: recording started")
         case .recordingStopped(let ids):
             recordingBox.withLock { $0 = false }

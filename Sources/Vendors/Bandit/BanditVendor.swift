@@ -9,7 +9,7 @@ public struct BanditVendor: CameraVendor {
     public var summary: String { "TomTom Bandit" }
     public var schemes: [String] { ["bandit"] }
     public var urlSyntax: String { "bandit://HOST[:PORT][?udp=PORT]" }
-    public var capabilities: CameraCapabilities { [.liveView, .transfer, .files, .events] }
+    public var capabilities: CameraCapabilities { [.liveView, .shutter, .transfer, .files, .events] }
     public var properties: [PropertyName] { [.whiteBalance] }
     public var wireFormats: [WireFormat] { [.banditUDP] }
     public var hasEmulator: Bool { true }
