@@ -127,6 +127,23 @@ struct PanasonicCardTests {
         #expect(paths(".JPG") == ["/100/DO1000001.JPG"])
     }
 
+    @Test func aRAWBesideTheJPEGTheTitleNamesTakesTheTitlesStem() {
+        func paths(_ title: String, raws: Int = 1) -> [String] {
+            var didl = "<DIDL-Lite><item id=\"1000001\"><dc:title>\(title)</dc:title>"
+                + "<res protocolInfo=\"http-get:*:image/jpeg:PANASONIC.COM_PN=CAM_RAW_JPG\">http://h/DO1000001.JPG</res>"
+            for i in 0..<raws {
+                didl += "<res protocolInfo=\"http-get:*:application/octet-stream:PANASONIC.COM_PN=CAM_RAW\">http://h/DO100000\(i + 1).RW2</res>"
+            }
+            didl += "<res protocolInfo=\"http-get:*:image/jpeg:PANASONIC.COM_PN=CAM_TN\">http://h/DT1000001.JPG</res></item></DIDL-Lite>"
+            return PanasonicCard.parseDIDL(didl).items.flatMap { $0.files.map(\.path) }
+        }
+        #expect(paths("P1000001.JPG") == ["/100/P1000001.JPG", "/100/P1000001.RW2"])
+        #expect(paths("P1000001.RW2") == ["/100/P1000001.JPG", "/100/P1000001.RW2"])
+        // Two RAWs: the title cannot tell which is which; they keep their download names.
+        #expect(paths("P1000001.JPG", raws: 2) == ["/100/P1000001.JPG", "/100/DO1000001.RW2", "/100/DO1000002.RW2"])
+        #expect(paths("100-0001") == ["/100/DO1000001.JPG", "/100/DO1000001.RW2"])
+    }
+
     @Test func theBrowseRequestCarriesWhatTheBodiesExpect() {
         let body = String(decoding: PanasonicCard.browseBody(start: 50, count: 50), as: UTF8.self)
         #expect(body.contains("<ObjectID>0</ObjectID><BrowseFlag>BrowseDirectChildren</BrowseFlag>"))

@@ -49,14 +49,19 @@ struct PanasonicCardItem: Sendable, Hashable {
         }
     }
 
-    /// The title, when it is a plain file name with `r`'s extension and no other original of the
-    /// item has that extension (how a body may name the file on its card; panasonic.md does not
-    /// say what the title holds).
+    /// The name the title gives `r`: the title itself when it is a plain file name with `r`'s
+    /// extension, or the title's stem with `r`'s extension when the title names another original of
+    /// the item (a RAW beside the JPEG the title names: `P1000001.JPG` → `P1000001.RW2`); only when
+    /// no other original of the item has either extension (how a body may name the files on its
+    /// card; panasonic.md does not say what the title holds).
     func titleName(for r: Resource) -> String? {
-        func ext(_ s: String) -> String? { s.lastIndex(of: ".").map { s[$0...].uppercased() } }
-        guard let e = ext(title), ext(r.urlName) == e, title.count > 4, CameraFile.isPlainName(title),
-              resources.filter({ $0.isOriginal && ext($0.urlName) == e }).count == 1 else { return nil }
-        return title
+        func ext(_ s: String) -> Substring? { s.lastIndex(of: ".").map { s[$0...] } }
+        guard title.count > 4, CameraFile.isPlainName(title), let titleExt = ext(title), let ownExt = ext(r.urlName) else { return nil }
+        let originals = resources.filter(\.isOriginal)
+        func single(_ e: Substring) -> Bool { originals.filter { ext($0.urlName)?.uppercased() == e.uppercased() }.count == 1 }
+        guard single(titleExt), single(ownExt) else { return nil }
+        if titleExt.uppercased() == ownExt.uppercased() { return title }
+        return String(title.dropLast(titleExt.count)) + ownExt
     }
 
     var thumbnail: Resource? { resources.first(where: \.isThumbnail) }
