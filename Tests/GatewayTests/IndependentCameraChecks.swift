@@ -14,24 +14,31 @@ struct IndependentCameraChecks {
     let gateway: Gateway
     let base: String
     let captures: URL
+    /// The camera's log of objects (`objects.jsonl` in its folder).
+    var objectsLog = "objects.jsonl"
+    /// Turns a line of a camera's own log into the `ev` words above (nil: not an object event).
+    var translate: @Sendable ([String: Any]) -> [String: Any]? = { $0 }
 
     /// A gateway on the camera at `url` (saving into `captures` beside the camera's logs) with the
     /// control API, `body` run with the checks and the camera's runtime, then everything stopped.
-    static func with(_ camera: PythonCamera, url: String, label: String,
+    static func with(_ camera: PythonCamera, url: String, label: String, objectsLog: String = "objects.jsonl",
+                     translate: @escaping @Sendable ([String: Any]) -> [String: Any]? = { $0 },
                      _ body: (IndependentCameraChecks, CameraRuntime) async throws -> Void) async throws {
         let captures = camera.dir.appendingPathComponent("captures")
         let gateway = try await startGateway(camera: url, label: label) { $0.capturesDirectory = captures.path }
         let (server, base) = try await startAPIServer(gateway)
         defer { server.cancel() }
         let cam = try #require(gateway.cameras.first)
-        try await body(IndependentCameraChecks(camera: camera, gateway: gateway, base: base, captures: captures), cam)
+        try await body(IndependentCameraChecks(camera: camera, gateway: gateway, base: base, captures: captures,
+                                               objectsLog: objectsLog, translate: translate), cam)
         server.cancel()
         await gateway.stop()
         await camera.stop()
     }
 
     func objects(_ evs: Set<String>) -> [[String: Any]] {
-        PythonCamera.lines(camera.dir.appendingPathComponent("objects.jsonl")).filter { evs.contains($0["ev"] as? String ?? "") }
+        PythonCamera.lines(camera.dir.appendingPathComponent(objectsLog)).compactMap(translate)
+            .filter { evs.contains($0["ev"] as? String ?? "") }
     }
 
     func saved(_ sha: String?) -> Bool { gateway.captures(camera: "cam0").contains { $0.sha256 == sha } }

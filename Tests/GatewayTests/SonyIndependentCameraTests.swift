@@ -94,4 +94,83 @@ import Testing
             #expect(withoutInfo == 0)
         }
     }
+
+    /// The camera's shots log in the words of `IndependentCameraChecks`: a JPEG livegate shot is
+    /// `captured`, a picture from the body's button `body_shot`, every other file on the card
+    /// (start-up files, a RAW beside a shot) `card`.
+    static let shotsLog: @Sendable ([String: Any]) -> [String: Any]? = { line in
+        guard line["kind"] as? String == "original" else { return nil }
+        var o = line
+        switch (line["ev"] as? String, line["origin"] as? String) {
+        case ("card", _): o["ev"] = "card"
+        case ("captured", "remote") where (line["name"] as? String)?.hasSuffix(".JPG") == true: o["ev"] = "captured"
+        case ("captured", "body") where (line["name"] as? String)?.hasSuffix(".JPG") == true: o["ev"] = "body_shot"
+        case ("captured", _): o["ev"] = "card"
+        default: return nil
+        }
+        return o
+    }
+
+    /// `sony_cam.py` with a shots log and `arguments`, a gateway on it with the checks, `body`
+    /// run once the gateway streams from it.
+    static func withShotsCamera(_ label: String, _ arguments: [String],
+                                _ body: (IndependentCameraChecks, CameraRuntime) async throws -> Void) async throws {
+        let dir = try temporaryDirectory("livegate-\(label)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await PythonCamera(script: script, dir: dir, arguments: [
+            "--shots-log", dir.appendingPathComponent("shots.jsonl").path, "--size", "640x360", "--fps", "15"] + arguments)
+        try await IndependentCameraChecks.with(camera, url: "sony://127.0.0.1:\(camera.port)", label: label,
+                                               objectsLog: "shots.jsonl", translate: shotsLog) { checks, cam in
+            if await checks.streams(cam) { try await body(checks, cam) }
+        }
+    }
+
+    /// Remote shutter, a shot on the body, the card through Contents Transfer (a RAW beside each
+    /// JPEG) read byte for byte. The camera's postviews are 2 MP copies until livegate asks for the
+    /// original, so a saved shot equal to the card's JPEG shows it asked.
+    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg and curl"))
+    func captureBodyShotAndCardAgainstAnIndependentSonyCamera() async throws {
+        try await Self.withShotsCamera("sony-capture", ["--postview-size", "2M", "--card", "4", "--card-raw"]) { checks, cam in
+            try await checks.run(cam)
+        }
+    }
+
+    /// A long exposure (actTakePicture answers 40403, awaitTakePicture until the picture) and a
+    /// postview transfer cut half-way (fetched again whole, nothing partial saved).
+    @Test(.enabled(if: usable, "needs python3 and ffmpeg"))
+    func aLongExposureAndABrokenPostview() async throws {
+        try await Self.withShotsCamera("sony-capture-faults", ["--long-exposure-ms", "2500", "--take-timeout-ms", "1000", "--break-postview-once"]) { checks, cam in
+            let shot = try await checks.gateway.capture(camera: cam, autofocus: false)
+            let made = checks.objects(["captured"]).compactMap { $0["sha256"] as? String }
+            #expect(shot.count == 1 && made.count == 1 && shot.first?.sha256 == made.first,
+                    "saved \(shot.map(\.sha256)), the camera made \(made)")
+            let lines = PythonCamera.lines(checks.camera.dir.appendingPathComponent("shots.jsonl"))
+            #expect(lines.contains { $0["ev"] as? String == "broken" }, "the postview transfer was not cut: \(lines.map { $0["ev"] ?? "-" })")
+            let calls = checks.camera.requests.compactMap { $0["method"] as? String }
+            #expect(calls.contains("awaitTakePicture"), "the long exposure was not awaited: \(calls.suffix(20))")
+            let names = try FileManager.default.contentsOfDirectory(atPath: checks.captures.appendingPathComponent("cam0").path)
+            #expect(names.count == 1 && !names.contains { $0.hasPrefix(".") }, "\(names)")
+        }
+    }
+
+    /// A camera that refuses the shot: 409 with its reason, live view going on; before that, a shot
+    /// on the body is saved as the original.
+    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg and curl"))
+    func aRefusedShotIs409WithTheCamerasReason() async throws {
+        try await Self.withShotsCamera("sony-refuse", ["--refuse-shots", "40400", "--postview-size", "2M"]) { checks, cam in
+            // Before livegate ever fires the shutter: a shot on the body arrives as the original
+            // (the session asked for original-size postviews), not as the camera's 2 MP default.
+            checks.camera.signal(SIGUSR1)
+            #expect(await waitUntil(timeout: 15) { !checks.objects(["body_shot"]).isEmpty }, "the camera made no body shot")
+            let body = checks.objects(["body_shot"]).compactMap { $0["sha256"] as? String }
+            #expect(await waitUntil(timeout: 20) { body.allSatisfy(checks.saved) },
+                    "the body shot was not saved as the original: \(checks.gateway.captures(camera: "cam0").map { "\($0.name) \($0.sha256.prefix(8))" })")
+            let r = try await curlGet("\(checks.base)/api/v1/cameras/cam0/capture", ["-X", "POST", "-H", "Content-Type: application/json"])
+            #expect(r.code == "409", "\(r.code) \(String(decoding: r.body, as: UTF8.self))")
+            #expect(String(decoding: r.body, as: UTF8.self).localizedCaseInsensitiveContains("shooting fail"),
+                    "\(String(decoding: r.body, as: UTF8.self))")
+            let frames = cam.driver.stats.frames
+            #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view stopped")
+        }
+    }
 }

@@ -86,6 +86,10 @@ public final class SonyDriver: CameraDriver, Sendable {
             throw CameraControlError.camera(code: 6, message: "startLiveview gave no usable URL: \(result)")
         }
         _ = try? await rpc.call("setLiveviewFrameInfo", [["frameInfo": true]], timeout: .seconds(3))
+        // Pictures shot on the body arrive as postviews too: the original, not a 2 MP copy.
+        if apis.isEmpty || apis.contains("setPostviewImageSize") {
+            _ = try? await rpc.call("setPostviewImageSize", ["Original"], timeout: .seconds(3))
+        }
         try await stream(url: url, publisher: publisher)
     }
 

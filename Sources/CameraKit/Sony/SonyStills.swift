@@ -2,7 +2,7 @@ import Foundation
 import LiveViewCore
 
 /// Still capture over the Camera Remote API: `actHalfPressShutter` when focusing first is asked,
-/// `actTakePicture` (with `awaitTakePicture` while the
+/// `setPostviewImageSize ["Original"]`, `actTakePicture` (with `awaitTakePicture` while the
 /// camera answers 40403, a long exposure), then a plain GET of each postview URL. Shots taken on the
 /// body arrive as postview URLs in getEvent index 5; each URL is fetched once, and URLs seen while a
 /// capture of livegate's own is in flight wait until it has claimed its own.
@@ -57,6 +57,9 @@ final class SonyStills: Sendable {
         defer {
             if halfPressed { Task { _ = try? await rpc.call("cancelHalfPressShutter", timeout: .seconds(5)) } }
         }
+        // The postview is what livegate saves: ask for the original size, not a 2 MP copy (the
+        // default is per model, sony.md §8.1). Bodies without the call keep theirs.
+        _ = try? await rpc.call("setPostviewImageSize", ["Original"], timeout: .seconds(5))
         var result: [Any]
         do {
             result = try await rpc.call("actTakePicture", timeout: .seconds(60))
