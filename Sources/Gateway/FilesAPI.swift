@@ -24,8 +24,7 @@ extension ControlAPI {
         router.get("/api/v1/cameras/:id/files/**") { request, context in
             let (cam, card) = try browsing(context, model)
             let path = try cardPath(context.parameters.getCatchAll())
-            let files = try await mapErrors { try await card.listFiles() }
-            guard let listed = files.first(where: { $0.path == path }) else {
+            guard let listed = try await mapErrors({ try await card.file(at: path) }) else {
                 throw APIError(.notFound, "\(cam.id) has no file \(path)")
             }
             let file = try await mapErrors { try await card.resolve(listed) }
@@ -77,8 +76,7 @@ extension ControlAPI {
             let (cam, card) = try browsing(context, model)
             guard card.hasThumbnails else { throw APIError(.notImplemented, "\(cam.id) makes no thumbnails; download the file") }
             let path = try cardPath(context.parameters.getCatchAll())
-            let files = try await mapErrors { try await card.listFiles() }
-            guard let file = files.first(where: { $0.path == path }) else {
+            guard let file = try await mapErrors({ try await card.file(at: path) }) else {
                 throw APIError(.notFound, "\(cam.id) has no file \(path)")
             }
             let bytes = try await mapErrors { try await card.thumbnail(of: file) }

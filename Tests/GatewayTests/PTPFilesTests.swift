@@ -8,7 +8,8 @@ import Testing
 
 /// The card of PTP/IP cameras (standard operations, ptp.md §8.1) through the API, against the
 /// emulated Nikon, Canon and Fujifilm cards: listing with folder paths, downloads byte for byte (a
-/// 2.5 MB movie in 1 MiB GetPartialObject blocks), ranges, and Sony PTP refused with its reason.
+/// 2.5 MB movie in 1 MiB GetPartialObject blocks, each download asking for its own object only),
+/// ranges, and Sony PTP refused with its reason.
 @Suite(.serialized) struct PTPFilesTests {
     static let curl = which("curl")
 
@@ -31,11 +32,14 @@ import Testing
         #expect(paths.count == 4 && paths.allSatisfy { $0.hasPrefix("/DCIM/100") }, "\(paths)")
         #expect(files.filter { $0["kind"] as? String == "image" }.count == 3)
         #expect(files.first?["date"] as? String != nil)
+        // Downloads after a listing ask for their own object only: no listing of the whole card.
+        emu.clearRequests()
         for path in paths {
             let want = try #require(emu.cardFile(path), "\(path) is not on the emulated card")
             let got = try await get("\(base)/api/v1/cameras/cam0/files\(path)")
             #expect(got.code == "200" && got.body == want, "\(path): \(got.code), \(got.body.count) of \(want.count) bytes")
         }
+        #expect(!emu.requests.contains { $0.code == 0x1007 }, "a download listed the card again (GetObjectHandles)")
         let movie = try #require(paths.first { !$0.hasSuffix(".JPG") })
         let whole = try #require(emu.cardFile(movie))
         #expect(whole.count > 2 << 20, "the movie fits one block; the block loop is not tested")

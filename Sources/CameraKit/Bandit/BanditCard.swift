@@ -68,6 +68,13 @@ extension BanditDriver: CardBrowsing {
         return all
     }
 
+    /// From the last listing when it has `path` (the item's id stays its own; a file gone since
+    /// fails its download with the camera's 404), else the card listed again.
+    public func file(at path: String) async throws -> CameraFile? {
+        if let m = cardIndex.withLock({ $0[path] }) { return m.file }
+        return try await cardMedia().first { $0.file.path == path }?.file
+    }
+
     private func media(for file: CameraFile) async throws -> BanditMedia {
         if let m = cardIndex.withLock({ $0[file.path] }) { return m }
         guard let m = try await cardMedia().first(where: { $0.file.path == file.path }) else {

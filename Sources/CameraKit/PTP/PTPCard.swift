@@ -68,14 +68,29 @@ extension PTPDriver: CardBrowsing {
                 handles[path] = h
                 files.append(CameraFile(path: path, size: Int(info.size), date: info.date))
             }
-            cardHandles.withLock { $0 = handles }
+            cardHandles.withLock { $0 = PTPCardHandles(session: base, byPath: handles) }
             return files.sorted { $0.path < $1.path }
         }
     }
 
+    /// The handle the last listing of this session gave `path`, asked for its ObjectInfo (one
+    /// transaction): still a file of that name → it, with its size now. Otherwise (another session,
+    /// whose handles may mean other objects; a path not listed; an object gone) the card is listed.
+    public func file(at path: String) async throws -> CameraFile? {
+        try await withCard { base in
+            if let h = cardHandles.withLock({ $0.handle(path, in: base) }),
+               let data = try? await base.callOK(PTPOperation.getObjectInfo, [h]).data,
+               let info = try? PTPObjectInfo(data), !info.isFolder, info.name == (path as NSString).lastPathComponent {
+                return CameraFile(path: path, size: Int(info.size), date: info.date)
+            }
+            return try await listFiles().first { $0.path == path }
+        }
+    }
+
     public func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws {
-        if cardHandles.withLock({ $0[file.path] }) == nil { _ = try await listFiles() }
-        guard let handle = cardHandles.withLock({ $0[file.path] }) else {
+        let session = try current() as? PTPVendorBase
+        if cardHandles.withLock({ $0.handle(file.path, in: session) }) == nil { _ = try await listFiles() }
+        guard let handle = cardHandles.withLock({ $0.handle(file.path, in: session) }) else {
             throw CameraControlError.camera(code: 0x2009, message: "\(file.path) is no longer on the card")
         }
         try await withCard { base in
@@ -95,6 +110,18 @@ extension PTPDriver: CardBrowsing {
         do { return try await body(base) } catch let e as PTPTransportError {
             throw CameraControlError.unavailable("\(e)")
         }
+    }
+}
+
+/// Object handles by card path, as one session's listing gave them (handles are the session's:
+/// another session's may name other objects).
+struct PTPCardHandles {
+    weak var session: (any PTPVendorBase)?
+    var byPath: [String: UInt32] = [:]
+
+    func handle(_ path: String, in current: (any PTPVendorBase)?) -> UInt32? {
+        guard let current, let session, session === current else { return nil }
+        return byPath[path]
     }
 }
 

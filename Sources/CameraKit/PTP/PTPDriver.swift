@@ -119,7 +119,7 @@ public final class PTPDriver: CameraDriver, Sendable {
     /// Nikon: shots a broken connection left in SDRAM (`PTPPendingShots`).
     let nikonPending = PTPPendingShots()
     /// Card paths to object handles, from the last listing (`PTPCard.swift`).
-    let cardHandles = Mutex<[String: UInt32]>([:])
+    let cardHandles = Mutex(PTPCardHandles())
     private let vendorBox: Mutex<PTPVendor?>
     private let deviceInfoBox = Mutex<PTPDeviceInfo?>(nil)
     private let busyCount = Mutex(0)

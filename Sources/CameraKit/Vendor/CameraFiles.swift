@@ -65,6 +65,11 @@ public protocol CardBrowsing: AnyObject, Sendable {
     /// The listed file with what a download needs that the listing may lack (its size: 0 in a
     /// listing means the camera did not say).
     func resolve(_ file: CameraFile) async throws -> CameraFile
+    /// The file the card lists at `path`, nil when there is none. The default lists the whole card;
+    /// a vendor that can look one file up (a PTP object handle, a media id from its last listing)
+    /// asks the camera about that file only, so a download from a card of thousands of files does
+    /// not list them all again.
+    func file(at path: String) async throws -> CameraFile?
 }
 
 extension CardBrowsing {
@@ -73,4 +78,7 @@ extension CardBrowsing {
         throw CameraControlError.notSupported("thumbnails")
     }
     public func resolve(_ file: CameraFile) async throws -> CameraFile { file }
+    public func file(at path: String) async throws -> CameraFile? {
+        try await listFiles().first { $0.path == path }
+    }
 }
