@@ -1,0 +1,175 @@
+import CameraKit
+import CameraWire
+import Foundation
+import Gateway
+import LiveViewCore
+import Testing
+
+/// A Sony Alpha over PTP/IP ("PC Remote") that livegate did not write: `Tests/Scripts/sony_ptp_cam.py`,
+/// written only from the protocol notes (ptp.md, sony.md §4) by a session that never saw livegate's
+/// PTP code. It logs every live-view dataset with the AF frame its FocalFrameInfo described, every
+/// property it was told to set, and every shot (`frames.jsonl`, `requests.jsonl`, `shots.jsonl`).
+@Suite(.serialized) struct SonyPTPIndependentCameraTests {
+    static let script = repoRoot.appendingPathComponent("Tests/Scripts/sony_ptp_cam.py").path
+    static let usable = which("python3") != nil && which("ffmpeg") != nil
+
+    static func camera(_ dir: URL, _ extra: [String] = []) async throws -> PythonCamera {
+        try await PythonCamera(script: script, dir: dir, arguments: [
+            "--shots-log", dir.appendingPathComponent("shots.jsonl").path, "--size", "640x360",
+        ] + extra, portFlag: "--port", readyPrefix: "ready ptp=")
+    }
+
+    /// Collects the JPEG digest and AF areas of every frame the hub publishes.
+    final class Seen: Sendable {
+        final class List: Sendable { let frames = Mutex<[(sha: String, af: [PixelRect])]>([]) }
+        let list = List()
+        let pacer: FramePacer
+        var count: Int { list.frames.withLock { $0.count } }
+        var frames: [(sha: String, af: [PixelRect])] { list.frames.withLock { $0 } }
+
+        init() {
+            let list = self.list
+            pacer = FramePacer(name: "sony-ptp-seen") { f, done in
+                let entry = (SHA256.hex(Array(f.bytes)), f.afAreas.map(\.pixels))
+                list.frames.withLock { $0.append(entry) }
+                f.release()
+                done()
+            }
+        }
+    }
+
+    /// Live view with the AF frame of each dataset on that dataset's JPEG (120 distinct JPEGs, one
+    /// per step of the camera's AF circle, so a JPEG names the frame it came in).
+    @Test(.enabled(if: usable, "needs python3 and ffmpeg"))
+    func afFramesLandOnTheirJPEGs() async throws {
+        let dir = try temporaryDirectory("livegate-sony-ptp-af")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await Self.camera(dir, ["--frames", "120"])
+        let gateway = try await startGateway(camera: "sony-ptp://127.0.0.1:\(camera.port)", label: "sony-ptp-af")
+        let cam = try #require(gateway.cameras.first)
+        let seen = Seen()
+        cam.hub.attach(seen.pacer)
+        let streamed = await waitUntil(timeout: 40) { seen.count >= 150 }
+        cam.hub.detach(seen.pacer)
+        await gateway.stop()
+        await camera.stop()
+        #expect(streamed, "\(seen.count) frames from the camera: \(cam.driver.state) \(cam.driver.lastError ?? "-")")
+
+        var sent: [String: [Int]] = [:]
+        for f in camera.frames {
+            guard let sha = f["sha256"] as? String, let af = f["af"] as? [Int], af.count == 4 else { continue }
+            sent[sha] = af
+        }
+        var withBox = 0, placed = 0
+        var misplaced: [String] = []
+        for f in seen.frames {
+            guard let box = sent[f.sha] else { continue }
+            withBox += 1
+            let ok = f.af.contains { r in zip([r.x, r.y, r.width, r.height], box).allSatisfy { abs($0 - $1) <= 2 } }
+            if ok { placed += 1 } else if misplaced.count < 5 { misplaced.append("sent \(box) got \(f.af)") }
+        }
+        print("sony-ptp (independent camera): \(placed) of \(withBox) AF frames in place")
+        #expect(withBox >= 140, "\(withBox) frames were frames the camera logged")
+        #expect(placed * 100 >= withBox * 99, "\(placed) of \(withBox) AF frames in place; e.g. \(misplaced)")
+    }
+
+    /// Every common property set through livegate reaches the camera as the code and value the
+    /// notes give (the camera logs the set and answers OK only to a value it offers).
+    @Test(.enabled(if: usable, "needs python3 and ffmpeg"))
+    func propertiesReachTheCameraAsItsOwnCodes() async throws {
+        let dir = try temporaryDirectory("livegate-sony-ptp-props")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await Self.camera(dir)
+        let gateway = try await startGateway(camera: "sony-ptp://127.0.0.1:\(camera.port)", label: "sony-ptp-props")
+        let cam = try #require(gateway.cameras.first)
+        #expect(await waitUntil(timeout: 30) { cam.driver.stats.frames >= 10 },
+                "no live view from the camera: \(cam.driver.state) \(cam.driver.lastError ?? "-")")
+        let wanted: [(PropertyName, String, code: Int, value: Int)] = [
+            (.whiteBalance, "daylight", 0x5005, 4),
+            (.aperture, "5.6", 0x5007, 560),
+            (.exposureCompensation, "-0.7", 0x5010, -667),
+            (.shutterSpeed, "1/250", 0xD20D, 0x0001_00FA),
+            (.iso, "400", 0xD21E, 400),
+        ]
+        for (name, text, code, value) in wanted {
+            do {
+                try await cam.driver.setProperty(name, to: CommonValues.parse(text, for: name))
+            } catch {
+                Issue.record("\(name.rawValue) \(text): \(error)")
+                continue
+            }
+            let sets = camera.requests.filter { $0["ev"] as? String == "set" && $0["code"] as? String == String(format: "0x%04X", code) }
+            #expect(sets.contains { ($0["value"] as? Int) == value && $0["result"] as? String == "0x2001" },
+                    "\(name.rawValue) \(text): the camera logged \(sets)")
+        }
+        // Read back in the vocabulary's words, never as raw codes.
+        let props = try await cam.driver.properties()
+        for (name, text, _, _) in wanted {
+            let shown = props.first { $0.name == name }?.value?.description
+            #expect(shown == text, "\(name.rawValue): shown as \(shown ?? "nothing"), set to \(text)")
+        }
+        await gateway.stop()
+        await camera.stop()
+    }
+
+    /// A remote shot and a shot with the body's button, saved byte for byte against the camera's
+    /// log; live view going on.
+    @Test(.enabled(if: usable, "needs python3 and ffmpeg"))
+    func captureAndBodyShot() async throws {
+        let dir = try temporaryDirectory("livegate-sony-ptp-capture")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await Self.camera(dir)
+        let captures = dir.appendingPathComponent("captures")
+        let gateway = try await startGateway(camera: "sony-ptp://127.0.0.1:\(camera.port)", label: "sony-ptp-capture") {
+            $0.capturesDirectory = captures.path
+        }
+        let cam = try #require(gateway.cameras.first)
+        #expect(await waitUntil(timeout: 30) { cam.driver.stats.frames >= 10 },
+                "no live view from the camera: \(cam.driver.state) \(cam.driver.lastError ?? "-")")
+        func shots(_ origin: String) -> [String] {
+            PythonCamera.lines(dir.appendingPathComponent("shots.jsonl"))
+                .filter { $0["ev"] as? String == "captured" && $0["origin"] as? String == origin }
+                .compactMap { $0["sha256"] as? String }
+        }
+        let shot = try await gateway.capture(camera: cam, autofocus: true)
+        #expect(shot.count == 1 && shot.map(\.sha256) == shots("remote"), "saved \(shot.map(\.sha256)), the camera shot \(shots("remote"))")
+        camera.signal(SIGUSR1)
+        #expect(await waitUntil(timeout: 15) { !shots("body").isEmpty }, "the camera made no body shot")
+        #expect(await waitUntil(timeout: 20) { shots("body").allSatisfy { sha in gateway.captures(camera: "cam0").contains { $0.sha256 == sha } } },
+                "the body shot was not saved: \(gateway.captures(camera: "cam0").map(\.name))")
+        #expect(gateway.captures(camera: "cam0").count == 2, "\(gateway.captures(camera: "cam0").map(\.name))")
+        let frames = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view stopped")
+        await gateway.stop()
+        await camera.stop()
+    }
+
+    /// The camera drops its connections half-way through the first read of a shot; the shot stays
+    /// in its memory: livegate fetches it once it is back, whole, under its name, nothing partial.
+    @Test(.enabled(if: usable, "needs python3 and ffmpeg"))
+    func aShotWhoseTransferBrokeIsFetchedAgain() async throws {
+        let dir = try temporaryDirectory("livegate-sony-ptp-broken")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await Self.camera(dir, ["--break-transfer-once"])
+        let captures = dir.appendingPathComponent("captures")
+        let gateway = try await startGateway(camera: "sony-ptp://127.0.0.1:\(camera.port)", label: "sony-ptp-broken") {
+            $0.capturesDirectory = captures.path
+        }
+        let cam = try #require(gateway.cameras.first)
+        #expect(await waitUntil(timeout: 30) { cam.driver.stats.frames >= 10 },
+                "no live view from the camera: \(cam.driver.state) \(cam.driver.lastError ?? "-")")
+        // The capture itself may fail with the connection; the picture must not be lost.
+        let shot = try? await gateway.capture(camera: cam, autofocus: false)
+        let lines = PythonCamera.lines(dir.appendingPathComponent("shots.jsonl"))
+        #expect(lines.contains { $0["ev"] as? String == "broken" }, "the camera did not break the transfer: \(lines)")
+        let want = lines.first { $0["ev"] as? String == "captured" }?["sha256"] as? String
+        #expect(want != nil)
+        #expect(await waitUntil(timeout: 30) { gateway.captures(camera: "cam0").contains { $0.sha256 == want } },
+                "the shot was not saved after the broken transfer (capture answered \(String(describing: shot.map { $0.map(\.name) })))")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: captures.appendingPathComponent("cam0").path)) ?? []
+        #expect(Set(names) == Set(gateway.captures(camera: "cam0").map(\.name)) && names.count == 1, "\(names)")
+        #expect(await waitUntil(timeout: 30) { cam.driver.state == .streaming }, "live view did not come back")
+        await gateway.stop()
+        await camera.stop()
+    }
+}
