@@ -67,4 +67,43 @@ import Testing
         await gateway.stop()
         await camera.stop()
     }
+
+    /// A card of 9 000 pictures and a movie (the most this camera makes): listed whole, paged through by the
+    /// API without listing it again per page, a file in the middle read byte for byte without a
+    /// listing, and live view going on.
+    @Test(.enabled(if: usable, "needs python3, ffmpeg and curl"))
+    func aCardOfNineThousandFilesIsListedOnceAndRead() async throws {
+        let dir = try temporaryDirectory("livegate-nikon-big-card")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await Self.camera(dir, ["--card-files", "9000"])
+        try await IndependentCameraChecks.with(camera, url: "nikon://127.0.0.1:\(camera.port)", label: "nikon-big-card") { checks, cam in
+            guard await checks.streams(cam) else { return }
+            let card = Self.objects(camera).filter { $0["ev"] as? String == "card" }
+            #expect(card.count >= 9000, "\(card.count) files on the card")
+            func page(_ offset: Int) async throws -> (total: Int?, paths: [String]) {
+                let r = try await curlGet("\(checks.base)/api/v1/cameras/cam0/files?offset=\(offset)&limit=1000")
+                let obj = try? JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any]
+                let files = obj?["files"] as? [[String: Any]] ?? []
+                return ((obj?["total"] as? NSNumber)?.intValue, files.compactMap { $0["path"] as? String })
+            }
+            func listings() -> Int { camera.requests.filter { $0["op"] as? String == "0x1007" }.count }
+            let started = ContinuousClock.now
+            let first = try await page(0)
+            let listed = ContinuousClock.now - started
+            #expect(first.total == card.count && first.paths.count == 1000, "total \(String(describing: first.total)), \(first.paths.count) on the page")
+            let afterFirst = listings()
+            var all = first.paths
+            for offset in stride(from: 1000, to: card.count, by: 1000) { all += try await page(offset).paths }
+            #expect(Set(all).count == card.count, "\(Set(all).count) distinct paths over the pages")
+            #expect(listings() == afterFirst, "the card was listed again for a page (\(listings()) GetObjectHandles)")
+            let middle = try #require(card.first { $0["name"] as? String == "DSC_4500.JPG" })
+            let path = try #require(all.first { $0.hasSuffix("/DSC_4500.JPG") })
+            let got = try await curlGet("\(checks.base)/api/v1/cameras/cam0/files\(path)")
+            #expect(got.code == "200" && SHA256.hex(got.body) == middle["sha256"] as? String, "\(path): \(got.code), \(got.body.count) bytes")
+            #expect(listings() == afterFirst, "the download listed the card again")
+            print("nikon (independent camera): \(card.count) files listed in \(listed), then the other pages and a download without a listing")
+            let frames = cam.driver.stats.frames
+            #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view stopped")
+        }
+    }
 }

@@ -61,10 +61,12 @@ extension BanditDriver: CardBrowsing {
     }
 
     private func cardMedia() async throws -> [BanditMedia] {
+        if let fresh = cardListing.fresh { return fresh.values.sorted { $0.file.path < $1.file.path } }
         var all: [BanditMedia] = []
         var paths = Set<String>()
         for m in try await rest.media(.images) + rest.media(.videos) where paths.insert(m.file.path).inserted { all.append(m) }
         cardIndex.withLock { $0 = Dictionary(uniqueKeysWithValues: all.map { ($0.file.path, $0) }) }
+        cardListing.store(all, path: \.file.path)
         return all
     }
 

@@ -50,6 +50,8 @@ public final class BanditDriver: CameraDriver, Sendable {
     private let restartRequested = Mutex(false)
     /// The card as last listed: path → the item's kind and id (`BanditCard.swift`).
     let cardIndex = Mutex<[String: BanditMedia]>([:])
+    /// The last listing while it is young and the camera announced no new photo or video.
+    let cardListing = CardListing<BanditMedia>(lifetime: .seconds(10))
     private let backchannelClosed = Mutex(false)
     private let backchannelUp = Mutex(false)
     private let eventLog = Mutex<[BanditEvent]>([])
@@ -143,6 +145,7 @@ public final class BanditDriver: CameraDriver, Sendable {
         let version = try await rest.discoverVersion()
         let status = BanditStatus(try await rest.call("GET", "status"))
         recordingBox.withLock { $0 = status.recordingActive }
+        cardListing.invalidate()
         logger.debug("bandit API \(version.version).\(version.revision), backchannel port \(status.backchannelPort)")
 
         // The viewfinder socket: on the interface whose address the camera sees as our HTTP peer.
@@ -272,9 +275,11 @@ public final class BanditDriver: CameraDriver, Sendable {
             logger.info("bandit: recording started")
         case .recordingStopped(let ids):
             recordingBox.withLock { $0 = false }
+            cardListing.invalidate()
             logger.info("bandit: recording stopped \(ids)")
         case .photoCaptured(let ids):
             logger.info("bandit: photo captured \(ids)")
+            cardListing.invalidate()
             let rest = self.rest, transfer = self.transfer
             Task { await transfer.photosCaptured(ids, rest: rest) }
         case .memoryLow(let bytes):

@@ -8,6 +8,7 @@ import Foundation
 extension PTPDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         let session = try current()
+        defer { cardListing.invalidate() }
         do {
             if let nikon = session as? NikonPTPSession { return try await nikon.captureWithLeftovers(sink: imageSink.withLock { $0 }) }
             if let canon = session as? CanonPTPSession {
@@ -39,7 +40,9 @@ extension PTPDriver: StillCapturing {
         var found: [(handle: UInt32, name: String)] = []
         let fetch: @Sendable (UInt32, String) async throws -> CameraImage
         if let canon = session as? CanonPTPSession, !canon.isCapturing {
-            canon.handOn(canon.takeAnnounced(), to: sink)
+            let announced = canon.takeAnnounced()
+            if !announced.isEmpty { cardListing.invalidate() }
+            canon.handOn(announced, to: sink)
             return
         } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing {
             await nikon.handOnLeftovers(to: sink)
@@ -57,6 +60,7 @@ extension PTPDriver: StillCapturing {
         } else {
             return
         }
+        if !found.isEmpty { cardListing.invalidate() }
         for o in found {
             handOnInTask(name: shownName(handle: o.handle, name: o.name), to: sink) {
                 try await fetch(o.handle, o.name)

@@ -50,6 +50,9 @@ extension PTPDriver: CardBrowsing {
 
     public func listFiles() async throws -> [CameraFile] {
         try await withCard { base in
+            if cardHandles.withLock({ $0.session === base }), let fresh = cardListing.fresh {
+                return fresh.values.sorted { $0.path < $1.path }
+            }
             var infos: [UInt32: PTPObjectInfo] = [:]
             for h in try await base.objectHandles() {
                 infos[h] = try PTPObjectInfo(try await base.callOK(PTPOperation.getObjectInfo, [h]).data)
@@ -69,6 +72,7 @@ extension PTPDriver: CardBrowsing {
                 files.append(CameraFile(path: path, size: Int(info.size), date: info.date))
             }
             cardHandles.withLock { $0 = PTPCardHandles(session: base, byPath: handles) }
+            cardListing.store(files, path: \.path)
             return files.sorted { $0.path < $1.path }
         }
     }

@@ -120,6 +120,9 @@ public final class PTPDriver: CameraDriver, Sendable {
     let nikonPending = PTPPendingShots()
     /// Card paths to object handles, from the last listing (`PTPCard.swift`).
     let cardHandles = Mutex(PTPCardHandles())
+    /// The last listing, kept while it is young and nothing announced a change (paging through a
+    /// card of thousands of objects lists it once, not once per page).
+    let cardListing = CardListing<CameraFile>(lifetime: .seconds(10))
     private let vendorBox: Mutex<PTPVendor?>
     private let deviceInfoBox = Mutex<PTPDeviceInfo?>(nil)
     private let busyCount = Mutex(0)
@@ -261,6 +264,8 @@ public final class PTPDriver: CameraDriver, Sendable {
             await transferShotsOnTheBody(s)
             let events = s.drainEvents()
             if !events.isEmpty {
+                // Objects added or removed, a card swapped, a property changed on the body: list anew.
+                cardListing.invalidate()
                 eventsBox.withLock { list in
                     list += events
                     if list.count > 64 { list.removeFirst(list.count - 64) }
