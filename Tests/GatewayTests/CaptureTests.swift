@@ -173,13 +173,17 @@ import Testing
         for (f, cid) in zip(burst, ["IMG00003", "IMG00004", "IMG00005"]) {
             #expect(Array(FileManager.default.contents(atPath: f.path) ?? Data()) == emu.imageContents(cid), "\(f.cameraName)")
         }
+        // A body that announces each photo of the burst on its own: still one capture of three.
+        emu.burstInOneNotification = false
+        let split = try await gateway.capture(camera: gateway.cameras[0], autofocus: false)
+        #expect(split.map(\.cameraName) == ["TT00006.JPG", "TT00007.JPG", "TT00008.JPG"], "\(split.map(\.cameraName))")
         // Nothing of the captures was saved a second time as a body shot.
-        #expect(gateway.captures(camera: "cam0").count == 5, "\(gateway.captures(camera: "cam0").map(\.cameraName))")
+        #expect(gateway.captures(camera: "cam0").count == 8, "\(gateway.captures(camera: "cam0").map(\.cameraName))")
 
         // The card: the photos listed and read back byte for byte, a thumbnail too.
         let card = try #require(gateway.cameras[0].driver as? any CardBrowsing)
         let files = try await card.listFiles()
-        #expect(files.map(\.path) == (1...5).map { "/DCIM/100TTCAM/TT0000\($0).JPG" }, "\(files)")
+        #expect(files.map(\.path) == (1...8).map { "/DCIM/100TTCAM/TT0000\($0).JPG" }, "\(files)")
         var bytes: [UInt8] = []
         try await card.download(try await card.resolve(files[0])) { bytes += Array(buffer: $0) }
         #expect(bytes == emu.imageContents(id))

@@ -86,21 +86,26 @@ import Testing
                 let files = obj?["files"] as? [[String: Any]] ?? []
                 return ((obj?["total"] as? NSNumber)?.intValue, files.compactMap { $0["path"] as? String })
             }
-            func listings() -> Int { camera.requests.filter { $0["op"] as? String == "0x1007" }.count }
+            func count(_ op: String) -> Int { camera.requests.filter { $0["op"] as? String == op }.count }
+            func listings() -> Int { count("0x1007") }
             let started = ContinuousClock.now
             let first = try await page(0)
             let listed = ContinuousClock.now - started
+            let listedAt = ContinuousClock.now
             #expect(first.total == card.count && first.paths.count == 1000, "total \(String(describing: first.total)), \(first.paths.count) on the page")
             let afterFirst = listings()
             var all = first.paths
             for offset in stride(from: 1000, to: card.count, by: 1000) { all += try await page(offset).paths }
             #expect(Set(all).count == card.count, "\(Set(all).count) distinct paths over the pages")
-            #expect(listings() == afterFirst, "the card was listed again for a page (\(listings()) GetObjectHandles)")
+            // The listing is kept 10 s: a slow machine may list once more per 10 s, never per page.
+            let allowed = afterFirst + Int((ContinuousClock.now - listedAt) / .seconds(10))
+            #expect(listings() <= allowed, "the card was listed again for the pages (\(listings()) GetObjectHandles, \(allowed) allowed)")
+            let infosBefore = count("0x1008")
             let middle = try #require(card.first { $0["name"] as? String == "DSC_4500.JPG" })
             let path = try #require(all.first { $0.hasSuffix("/DSC_4500.JPG") })
             let got = try await curlGet("\(checks.base)/api/v1/cameras/cam0/files\(path)")
             #expect(got.code == "200" && SHA256.hex(got.body) == middle["sha256"] as? String, "\(path): \(got.code), \(got.body.count) bytes")
-            #expect(listings() == afterFirst, "the download listed the card again")
+            #expect(count("0x1008") == infosBefore + 1, "the download asked for \(count("0x1008") - infosBefore) ObjectInfos, not its own one")
             print("nikon (independent camera): \(card.count) files listed in \(listed), then the other pages and a download without a listing")
             let frames = cam.driver.stats.frames
             #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view stopped")

@@ -39,7 +39,9 @@ import Testing
             let got = try await get("\(base)/api/v1/cameras/cam0/files\(path)")
             #expect(got.code == "200" && got.body == want, "\(path): \(got.code), \(got.body.count) of \(want.count) bytes")
         }
-        #expect(!emu.requests.contains { $0.code == 0x1007 }, "a download listed the card again (GetObjectHandles)")
+        // One GetObjectInfo per download (its own object); a listing, cached or not, asks none.
+        let infos = emu.requests.filter { $0.code == 0x1008 }.count
+        #expect(infos == paths.count, "\(infos) GetObjectInfo for \(paths.count) downloads")
         let movie = try #require(paths.first { !$0.hasSuffix(".JPG") })
         let whole = try #require(emu.cardFile(movie))
         #expect(whole.count > 2 << 20, "the movie fits one block; the block loop is not tested")

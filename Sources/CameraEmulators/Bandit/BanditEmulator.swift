@@ -202,10 +202,18 @@ public final class BanditEmulator: CameraEmulator, Sendable {
 
     /// Sends a notification `{"<name>": payload}` + `\n` to every backchannel client.
     public func notify(_ name: String, _ payload: Any) {
+        if let line = Self.notificationLine(name, payload) { send(line: line) }
+    }
+
+    /// `{"<name>": payload}` + `\n`.
+    static func notificationLine(_ name: String, _ payload: Any) -> [UInt8]? {
         guard let data = try? JSONSerialization.data(withJSONObject: [name: payload], options: [.sortedKeys, .fragmentsAllowed])
-        else { return }
-        var line = Array(data)
-        line.append(UInt8(ascii: "\n"))
+        else { return nil }
+        return Array(data) + [UInt8(ascii: "\n")]
+    }
+
+    /// Writes one notification line to every backchannel client.
+    private func send(line: [UInt8]) {
         let clients = runtime.withLock { Array($0.backchannels.values) }
         for ch in clients {
             ch.writeAndFlush(ch.allocator.buffer(bytes: line), promise: nil)
@@ -223,8 +231,8 @@ public final class BanditEmulator: CameraEmulator, Sendable {
 
     /// Makes a new photo (a distinct test-pattern frame) and stores it; returns its image object.
     private func storePhoto() -> [String: Any] {
-        let n = state.images.withLock { $0.count } + 1
-        return state.addImage(source.frame(index: 1_000_000 + n).jpeg)
+        let source = self.source
+        return state.addImage { n in source.frame(index: 1_000_000 + n).jpeg }
     }
 
     /// In an image mode, whether `POST record {"recording_active": true}` takes photos (the
@@ -232,6 +240,13 @@ public final class BanditEmulator: CameraEmulator, Sendable {
     public var recordIsShutter: Bool {
         get { state.recordIsShutter.load(ordering: .relaxed) }
         set { state.recordIsShutter.store(newValue, ordering: .relaxed) }
+    }
+
+    /// A burst's photos announced in one `photo_captured` (the default) or one notification each
+    /// (bandit.md does not say which).
+    public var burstInOneNotification: Bool {
+        get { state.burstInOneNotification.load(ordering: .relaxed) }
+        set { state.burstInOneNotification.store(newValue, ordering: .relaxed) }
     }
 
     /// The bytes of a stored photo.
@@ -246,7 +261,18 @@ public final class BanditEmulator: CameraEmulator, Sendable {
             case .notify(let name, let payload): notify(name, payload)
             case .shoot(let count):
                 let photos = (0..<count).map { _ in storePhoto() }
-                notify("photo_captured", photos)
+                if state.burstInOneNotification.load(ordering: .relaxed) {
+                    notify("photo_captured", photos)
+                } else {
+                    // One by one, as a burst at about 7 photos a second would come.
+                    let lines = photos.compactMap { Self.notificationLine("photo_captured", [$0]) }
+                    Task { [self] in
+                        for line in lines {
+                            send(line: line)
+                            try? await Task.sleep(for: .milliseconds(150))
+                        }
+                    }
+                }
             }
         }
     }
@@ -408,3 +434,4 @@ final class BanditEmulatorHTTPHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 }
+

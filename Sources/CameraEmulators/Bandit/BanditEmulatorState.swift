@@ -97,15 +97,19 @@ final class BanditEmulatorState: Sendable {
     /// In image type, `POST record` takes photos (true) or, the other reading of the notes, starts
     /// a recording as in video type (false).
     let recordIsShutter = Atomic<Bool>(true)
+    /// A burst's photos in one `photo_captured` (true) or one notification each.
+    let burstInOneNotification = Atomic<Bool>(true)
     /// Photos on the card: id, path, bytes.
     let images = Mutex<[(id: String, path: String, jpeg: [UInt8])]>([])
 
-    /// Stores a photo; returns its image object (bandit.md §5).
-    func addImage(_ jpeg: [UInt8]) -> [String: Any] {
+    /// Stores photo number n (from 1, made by `jpeg(n)` under the lock, so two shots at once get
+    /// numbers and bytes of their own); returns its image object (bandit.md §5).
+    func addImage(_ make: (Int) -> [UInt8]) -> [String: Any] {
         images.withLock { list -> [String: Any] in
-            let id = String(format: "IMG%05X", list.count + 1)
-            let path = "DCIM/100TTCAM/TT\(String(format: "%05d", list.count + 1)).JPG"
-            list.append((id, path, jpeg))
+            let n = list.count + 1
+            let id = String(format: "IMG%05X", n)
+            let path = "DCIM/100TTCAM/TT\(String(format: "%05d", n)).JPG"
+            list.append((id, path, make(n)))
             return Self.imageJSON(id: id, path: path)
         }
     }

@@ -62,18 +62,26 @@ extension BanditDriver: CardBrowsing {
 
     private func cardMedia() async throws -> [BanditMedia] {
         if let fresh = cardListing.fresh { return fresh.values.sorted { $0.file.path < $1.file.path } }
+        let ticket = cardListing.ticket
         var all: [BanditMedia] = []
         var paths = Set<String>()
         for m in try await rest.media(.images) + rest.media(.videos) where paths.insert(m.file.path).inserted { all.append(m) }
         cardIndex.withLock { $0 = Dictionary(uniqueKeysWithValues: all.map { ($0.file.path, $0) }) }
-        cardListing.store(all, path: \.file.path)
+        cardListing.store(all, path: \.file.path, since: ticket)
         return all
     }
 
-    /// From the last listing when it has `path` (the item's id stays its own; a file gone since
-    /// fails its download with the camera's 404), else the card listed again.
+    /// The item the last listing of this session gave `path`, asked for by its id (one request):
+    /// still at that path → it. Otherwise (not listed, gone, its id now another file's) the card
+    /// is listed again.
     public func file(at path: String) async throws -> CameraFile? {
-        if let m = cardIndex.withLock({ $0[path] }) { return m.file }
+        if let m = cardIndex.withLock({ $0[path] }) {
+            if let obj = try? await rest.call("GET", "\(m.kind.rawValue)/\(BanditREST.pathComponent(m.id))"),
+               let raw = obj["path"] as? String, BanditMedia.path(raw) == path {
+                return m.file
+            }
+            cardListing.invalidate()  // the listing is out of date
+        }
         return try await cardMedia().first { $0.file.path == path }?.file
     }
 

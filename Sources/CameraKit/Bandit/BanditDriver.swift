@@ -145,7 +145,9 @@ public final class BanditDriver: CameraDriver, Sendable {
         let version = try await rest.discoverVersion()
         let status = BanditStatus(try await rest.call("GET", "status"))
         recordingBox.withLock { $0 = status.recordingActive }
+        // The card may have changed while the camera was away (another card, photos deleted).
         cardListing.invalidate()
+        cardIndex.withLock { $0.removeAll() }
         logger.debug("bandit API \(version.version).\(version.revision), backchannel port \(status.backchannelPort)")
 
         // The viewfinder socket: on the interface whose address the camera sees as our HTTP peer.
@@ -280,8 +282,12 @@ public final class BanditDriver: CameraDriver, Sendable {
         case .photoCaptured(let ids):
             logger.info("bandit: photo captured \(ids)")
             cardListing.invalidate()
-            let rest = self.rest, transfer = self.transfer
-            Task { await transfer.photosCaptured(ids, rest: rest) }
+            // Routed here, in the order the camera announced them; only the fetching is a task.
+            let forSink = transfer.route(ids)
+            if !forSink.isEmpty {
+                let rest = self.rest, transfer = self.transfer
+                Task { await transfer.fetchForSink(forSink, rest: rest) }
+            }
         case .memoryLow(let bytes):
             logger.warning("bandit: memory low, \(bytes) bytes available")
         case .memoryError:

@@ -26,26 +26,35 @@ extension BanditREST {
 
 /// Photos the Bandit announces on its backchannel (`photo_captured`, also for shots taken with the
 /// button on the camera): each is fetched once, with retries, and handed to the image sink, except
-/// the photos of a shutter livegate fired (`shoot`), which go to that capture.
+/// the photos of a shutter livegate fired, which go to that capture. Announcements are routed on
+/// the backchannel's thread as they arrive (`route`), so one that came before a shutter is never
+/// taken for its photos.
 final class BanditTransfer: Sendable {
     private let sink = Mutex<CameraImageSink?>(nil)
     private let handled = Mutex(HandledImages())
-    /// The capture waiting for the camera's next `photo_captured`.
+    /// The capture collecting what the camera announces after its shutter.
     private let waiting = Mutex<BanditShotWaiter?>(nil)
 
     func setSink(_ s: @escaping CameraImageSink) { sink.withLock { $0 = s } }
 
-    func photosCaptured(_ ids: [String], rest: BanditREST) async {
+    /// A `photo_captured`: the ids not seen before go to the capture that waits, if one does; else
+    /// they are returned, to be fetched for the sink.
+    func route(_ ids: [String]) -> [String] {
         let fresh = ids.filter { id in handled.withLock { $0.claim(id) } }
-        guard !fresh.isEmpty else { return }
-        // The first announcement after a shutter livegate fired is that shutter's (the notes give no
-        // way to tell it from a button press at the same moment).
-        if let w = waiting.withLock({ w -> BanditShotWaiter? in defer { w = nil }; return w }) {
-            w.resolve(.photos(fresh))
-            return
+        guard !fresh.isEmpty else { return [] }
+        // The first announcements after a shutter livegate fired are that shutter's (the notes give
+        // no way to tell them from a button press at the same moment).
+        if let w = waiting.withLock({ $0 }) {
+            w.add(fresh)
+            return []
         }
+        return fresh
+    }
+
+    /// Fetches photos shot on the body and hands them to the sink (a failed read: reported lost).
+    func fetchForSink(_ ids: [String], rest: BanditREST) async {
         guard let sink = sink.withLock({ $0 }) else { return }
-        for id in fresh {
+        for id in ids {
             do {
                 await sink(.image(try await Self.fetch(id, rest: rest, fromBody: true)))
             } catch {
@@ -55,26 +64,39 @@ final class BanditTransfer: Sendable {
     }
 
     /// `recording_started` while a capture waits: the camera read the shutter as "record".
-    func recordingStarted() {
-        waiting.withLock { w -> BanditShotWaiter? in defer { w = nil }; return w }?.resolve(.recordingStarted)
-    }
+    func recordingStarted() { waiting.withLock { $0 }?.recordingStarted() }
 
-    /// Runs `trigger` (the shutter) and waits up to `timeout` for what the camera announces next.
-    func shoot(timeout: Duration, trigger: () async throws -> Void) async throws -> BanditShotWaiter.Outcome {
+    /// Starts collecting for a capture (one at a time).
+    func beginShot() throws -> BanditShotWaiter {
         let w = BanditShotWaiter()
         guard waiting.withLock({ current -> Bool in
             guard current == nil else { return false }
             current = w
             return true
         }) else { throw CameraControlError.refused("a capture is already running") }
-        defer { waiting.withLock { if $0 === w { $0 = nil } } }
-        try await trigger()
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            w.resolve(.nothing)
+        return w
+    }
+
+    /// Stops collecting: later announcements are body shots again.
+    func endShot(_ w: BanditShotWaiter) { waiting.withLock { if $0 === w { $0 = nil } } }
+
+    /// Reads the photos of a capture; one that cannot be read goes to the sink as lost (it is on
+    /// the card), and the capture fails only when none could be read.
+    func fetchShot(_ ids: [String], rest: BanditREST) async throws -> [CameraImage] {
+        var images: [CameraImage] = []
+        var failures: [String] = []
+        for id in ids {
+            do {
+                images.append(try await Self.fetch(id, rest: rest, fromBody: false))
+            } catch {
+                failures.append("\(id): \(error)")
+                await sink.withLock({ $0 })?(.lost(name: await Self.name(of: id, rest: rest), reason: "\(error)"))
+            }
         }
-        defer { timer.cancel() }
-        return await withTaskCancellationHandler { await w.wait() } onCancel: { w.resolve(.nothing) }
+        guard !images.isEmpty else {
+            throw CameraControlError.unavailable("the photos were taken and are on the card, but reading them failed: \(failures.joined(separator: "; "))")
+        }
+        return images
     }
 
     /// The photo's file name: the last component of its card path, else `<id>.JPG`.
@@ -94,12 +116,12 @@ final class BanditTransfer: Sendable {
     }
 }
 
-/// One capture's wait for the camera's answer to the shutter: resolved once, whether before or
-/// after the capture starts waiting.
+/// What the camera announced after one capture's shutter: the photo ids as they come, and whether
+/// it started a recording instead. `first(timeout:)` waits for the first announcement.
 final class BanditShotWaiter: Sendable {
     enum Outcome: Sendable, Equatable {
-        /// `photo_captured` with these image ids.
-        case photos([String])
+        /// `photo_captured`.
+        case photos
         /// `recording_started`: the camera records a video instead.
         case recordingStarted
         /// Nothing within the wait (or the capture was cancelled).
@@ -107,12 +129,23 @@ final class BanditShotWaiter: Sendable {
     }
 
     private struct State {
+        var ids: [String] = []
         var result: Outcome?
         var continuation: CheckedContinuation<Outcome, Never>?
     }
     private let state = Mutex(State())
 
-    func resolve(_ outcome: Outcome) {
+    /// The photo ids announced so far.
+    var ids: [String] { state.withLock { $0.ids } }
+
+    func add(_ fresh: [String]) {
+        state.withLock { $0.ids += fresh }
+        resolve(.photos)
+    }
+
+    func recordingStarted() { resolve(.recordingStarted) }
+
+    private func resolve(_ outcome: Outcome) {
         let c = state.withLock { s -> CheckedContinuation<Outcome, Never>? in
             guard s.result == nil else { return nil }
             s.result = outcome
@@ -122,14 +155,34 @@ final class BanditShotWaiter: Sendable {
         c?.resume(returning: outcome)
     }
 
-    func wait() async -> Outcome {
-        await withCheckedContinuation { (c: CheckedContinuation<Outcome, Never>) in
-            let done = state.withLock { s -> Outcome? in
-                if let r = s.result { return r }
-                s.continuation = c
-                return nil
+    /// The first announcement, or `.nothing` after `timeout` (or on cancellation).
+    func first(timeout: Duration) async -> Outcome {
+        let timer = Task { [self] in
+            try? await Task.sleep(for: timeout)
+            resolve(.nothing)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Outcome, Never>) in
+                let done = state.withLock { s -> Outcome? in
+                    if let r = s.result { return r }
+                    s.continuation = c
+                    return nil
+                }
+                if let done { c.resume(returning: done) }
             }
-            if let done { c.resume(returning: done) }
+        } onCancel: { resolve(.nothing) }
+    }
+
+    /// After the first photos: waits for the rest of a burst, until `expected` ids came or
+    /// `quiet` passed without a new one (a body that announces each photo on its own).
+    func rest(expected: Int, quiet: Duration) async {
+        var count = ids.count
+        var since = ContinuousClock.now
+        while count < expected, ContinuousClock.now - since < quiet, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(50))
+            let now = ids.count
+            if now != count { count = now; since = .now }
         }
     }
 }
@@ -137,10 +190,11 @@ final class BanditShotWaiter: Sendable {
 extension BanditDriver: StillCapturing {
     /// The notes name no shutter endpoint; in an image mode (`settings.image`, single or burst)
     /// `POST record {"recording_active": true}` is read as one (UNCONFIRMED): the photos the camera
-    /// then announces with `photo_captured` are this capture's. The other reading, a body that starts
-    /// a video instead, is caught: `recording_started` (or no photo within the wait and
-    /// `recording_active`) → the recording is stopped and the capture refused with that reason.
-    /// Video mode and continuous photo runs are refused before anything is sent.
+    /// then announces with `photo_captured` are this capture's (a burst: until its count came, in
+    /// one announcement or several). The other reading, a body that starts a video instead, is
+    /// caught: `recording_started` (or no photo within the wait and `recording_active`) → the
+    /// recording is stopped and the capture refused with that reason. Video mode and continuous
+    /// photo runs are refused before anything is sent.
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         guard state == .streaming else { throw CameraControlError.unavailable("the camera is \(state.rawValue)") }
         let settings = try await rest.call("GET", "settings")
@@ -151,46 +205,44 @@ extension BanditDriver: StillCapturing {
         guard mode != "continuous" else {
             throw CameraControlError.refused("image mode 'continuous' takes photos until it is stopped; choose single or burst")
         }
+        // bandit.md: `burst_count` (iOS) or `count` (Android), UNCONFIRMED which is real.
+        let expected = mode == "burst" ? max(1, ((image["burst_count"] ?? image["count"]) as? NSNumber)?.intValue ?? 1) : 1
         guard hasBackchannel else {
             throw CameraControlError.unavailable("no backchannel: the Bandit announces its photos there")
         }
-        let rest = self.rest
-        let outcome: BanditShotWaiter.Outcome
+        let w = try transfer.beginShot()
+        defer { transfer.endShot(w) }
         do {
-            outcome = try await transfer.shoot(timeout: shotTimeout) {
-                try await rest.call("POST", "record", body: ["recording_active": true])
-            }
+            try await rest.call("POST", "record", body: ["recording_active": true])
         } catch CameraControlError.camera(let code, let message) where code == 409 || code == 503 {
             throw CameraControlError.refused("the camera answered \(code) to the shutter: \(message)")
+        } catch {
+            // No answer, or an unclear one: the body may have started recording all the same.
+            _ = await stopRecordingIfStarted()
+            throw error
         }
         let recording: Bool
-        switch outcome {
-        case .photos(let ids):
-            return try await fetchShot(ids)
+        switch await w.first(timeout: shotTimeout) {
+        case .photos:
+            await w.rest(expected: expected, quiet: .seconds(2))
+            return try await transfer.fetchShot(w.ids, rest: rest)
         case .recordingStarted:
             recording = true
         case .nothing:
             recording = (try? await status())?.recordingActive ?? false
         }
         guard !recording else {
-            try? await stopRecording()
-            throw CameraControlError.refused(
-                "the Bandit started a recording instead of taking a photo (stopped again): it takes no remote photos in this mode")
+            let stopped = (try? await stopRecording()) != nil
+            throw CameraControlError.refused("the Bandit started a recording instead of taking a photo ("
+                + (stopped ? "stopped again" : "stopping it failed: stop it on the camera") + "): it takes no remote photos in this mode")
         }
         throw CameraControlError.unavailable("the Bandit announced no photo within \(shotTimeout) of the shutter")
     }
 
-    /// Reads the photos a shutter produced.
-    private func fetchShot(_ ids: [String]) async throws -> [CameraImage] {
-        var images: [CameraImage] = []
-        for id in ids {
-            do {
-                images.append(try await BanditTransfer.fetch(id, rest: self.rest, fromBody: false))
-            } catch {
-                throw CameraControlError.unavailable("photo \(id) was taken and is on the card, but reading it failed: \(error)")
-            }
-        }
-        return images
+    /// Stops a recording an unanswered shutter may have started; true when one was stopped.
+    private func stopRecordingIfStarted() async -> Bool {
+        guard (try? await status())?.recordingActive == true else { return false }
+        return (try? await stopRecording()) != nil
     }
 
     public func setImageSink(_ sink: @escaping CameraImageSink) { transfer.setSink(sink) }

@@ -49,32 +49,40 @@ extension PTPDriver: CardBrowsing {
     static let cardBlock = 1 << 20
 
     public func listFiles() async throws -> [CameraFile] {
-        try await withCard { base in
-            if cardHandles.withLock({ $0.session === base }), let fresh = cardListing.fresh {
-                return fresh.values.sorted { $0.path < $1.path }
-            }
-            var infos: [UInt32: PTPObjectInfo] = [:]
-            for h in try await base.objectHandles() {
-                infos[h] = try PTPObjectInfo(try await base.callOK(PTPOperation.getObjectInfo, [h]).data)
-            }
-            var files: [CameraFile] = []
-            var handles: [String: UInt32] = [:]
-            for (h, info) in infos where !info.isFolder {
-                var parts = [info.name]
-                var up = info.parent, depth = 0
-                while let p = infos[up], p.isFolder, depth < 32 {
-                    parts.insert(p.name, at: 0)
-                    up = p.parent
-                    depth += 1
-                }
-                let path = "/" + parts.joined(separator: "/")
-                handles[path] = h
-                files.append(CameraFile(path: path, size: Int(info.size), date: info.date))
-            }
-            cardHandles.withLock { $0 = PTPCardHandles(session: base, byPath: handles) }
-            cardListing.store(files, path: \.path)
-            return files.sorted { $0.path < $1.path }
+        try await withCard { base in try await list(on: base) }
+    }
+
+    /// The card as `base`'s session sees it: the kept listing while it is young and that session's,
+    /// else every object's ObjectInfo. Two objects with one path (both cards of a dual-slot body in
+    /// backup mode) are one file: the lower handle.
+    private func list(on base: PTPVendorBase) async throws -> [CameraFile] {
+        if cardHandles.withLock({ $0.session === base }), let fresh = cardListing.fresh {
+            return fresh.values.sorted { $0.path < $1.path }
         }
+        let ticket = cardListing.ticket
+        var infos: [UInt32: PTPObjectInfo] = [:]
+        for h in try await base.objectHandles() {
+            infos[h] = try PTPObjectInfo(try await base.callOK(PTPOperation.getObjectInfo, [h]).data)
+        }
+        var files: [CameraFile] = []
+        var handles: [String: UInt32] = [:]
+        for h in infos.keys.sorted() {
+            guard let info = infos[h], !info.isFolder else { continue }
+            var parts = [info.name]
+            var up = info.parent, depth = 0
+            while let p = infos[up], p.isFolder, depth < 32 {
+                parts.insert(p.name, at: 0)
+                up = p.parent
+                depth += 1
+            }
+            let path = "/" + parts.joined(separator: "/")
+            guard handles[path] == nil else { continue }
+            handles[path] = h
+            files.append(CameraFile(path: path, size: Int(info.size), date: info.date))
+        }
+        cardHandles.withLock { $0 = PTPCardHandles(session: base, byPath: handles) }
+        cardListing.store(files, path: \.path, since: ticket)
+        return files.sorted { $0.path < $1.path }
     }
 
     /// The handle the last listing of this session gave `path`, asked for its ObjectInfo (one
@@ -82,22 +90,25 @@ extension PTPDriver: CardBrowsing {
     /// whose handles may mean other objects; a path not listed; an object gone) the card is listed.
     public func file(at path: String) async throws -> CameraFile? {
         try await withCard { base in
-            if let h = cardHandles.withLock({ $0.handle(path, in: base) }),
-               let data = try? await base.callOK(PTPOperation.getObjectInfo, [h]).data,
-               let info = try? PTPObjectInfo(data), !info.isFolder, info.name == (path as NSString).lastPathComponent {
-                return CameraFile(path: path, size: Int(info.size), date: info.date)
+            if let h = cardHandles.withLock({ $0.handle(path, in: base) }) {
+                if let data = try? await base.callOK(PTPOperation.getObjectInfo, [h]).data,
+                   let info = try? PTPObjectInfo(data), !info.isFolder, info.name == (path as NSString).lastPathComponent {
+                    return CameraFile(path: path, size: Int(info.size), date: info.date)
+                }
+                cardListing.invalidate()  // the listing is out of date
             }
-            return try await listFiles().first { $0.path == path }
+            return try await list(on: base).first { $0.path == path }
         }
     }
 
+    /// Reads the object this session's listing gave `file.path` (listed first when it has none),
+    /// on that one session.
     public func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws {
-        let session = try current() as? PTPVendorBase
-        if cardHandles.withLock({ $0.handle(file.path, in: session) }) == nil { _ = try await listFiles() }
-        guard let handle = cardHandles.withLock({ $0.handle(file.path, in: session) }) else {
-            throw CameraControlError.camera(code: 0x2009, message: "\(file.path) is no longer on the card")
-        }
         try await withCard { base in
+            if cardHandles.withLock({ $0.handle(file.path, in: base) }) == nil { _ = try await list(on: base) }
+            guard let handle = cardHandles.withLock({ $0.handle(file.path, in: base) }) else {
+                throw CameraControlError.camera(code: 0x2009, message: "\(file.path) is no longer on the card")
+            }
             if base.info.operations.contains(PTPOperation.getPartialObject) {
                 try await base.readPartial(handle, size: file.size, block: Self.cardBlock, what: file.path) {
                     try await body(ByteBuffer(bytes: $0))

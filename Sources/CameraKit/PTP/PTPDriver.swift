@@ -128,6 +128,9 @@ public final class PTPDriver: CameraDriver, Sendable {
     private let busyCount = Mutex(0)
     private let eventsBox = Mutex<[PTPEventRecord]>([])
     private let sequence = Atomic<UInt64>(0)
+    /// Events that change what the card lists: ObjectAdded, ObjectRemoved, StoreAdded,
+    /// StoreRemoved, ObjectInfoChanged, StorageInfoChanged.
+    static let cardEvents: Set<UInt16> = [0x4002, 0x4003, 0x4004, 0x4005, 0x4007, 0x400A]
     /// Timeout of one transaction / connect step.
     public let requestTimeout: Duration = .seconds(3)
     /// No frame for this long ends the session (the camera keeps answering busy, or stopped pushing).
@@ -264,8 +267,8 @@ public final class PTPDriver: CameraDriver, Sendable {
             await transferShotsOnTheBody(s)
             let events = s.drainEvents()
             if !events.isEmpty {
-                // Objects added or removed, a card swapped, a property changed on the body: list anew.
-                cardListing.invalidate()
+                // An object added, removed or changed, a card put in or taken out: list anew.
+                if events.contains(where: { Self.cardEvents.contains($0.code) }) { cardListing.invalidate() }
                 eventsBox.withLock { list in
                     list += events
                     if list.count > 64 { list.removeFirst(list.count - 64) }

@@ -81,11 +81,11 @@ final class PanasonicCardState: Sendable {
 
     /// A listing. Counts move only down or from unknown (`PanasonicCensus.lowered`): items past
     /// the known counts are shots not handed on yet, which leaving play mode looks for.
-    func store(_ entries: [Entry], census listed: PanasonicCensus) -> [String: Entry] {
+    func store(_ entries: [Entry], census listed: PanasonicCensus, since ticket: UInt64) -> [String: Entry] {
         state.withLock {
             if let known = $0.census, $0.sink != nil { $0.census = known.lowered(to: listed) } else { $0.census = listed }
         }
-        return listing.store(entries, path: \.file.path)
+        return listing.store(entries, path: \.file.path, since: ticket)
     }
 
     /// A keep-alive's state: true when it tells of a shot on the body (the remaining-shots count
@@ -301,6 +301,7 @@ extension PanasonicDriver {
     /// The card's files; a listing of the last few seconds is reused.
     func cardEntries() async throws -> [String: PanasonicCardState.Entry] {
         if let fresh = card.listing.fresh { return fresh }
+        let ticket = card.listing.ticket
         return try await withCard {
             let (items, census, _) = try await browseAll()
             let entries = items.flatMap { item in
@@ -309,7 +310,7 @@ extension PanasonicDriver {
                                              resource: f.resource, thumbnail: item.thumbnail ?? item.preview)
                 }
             }
-            return card.store(entries, census: census)
+            return card.store(entries, census: census, since: ticket)
         }
     }
 

@@ -108,6 +108,7 @@ extension SonyDriver {
     /// Every original on the card (a listing of the last few seconds is reused).
     func cardEntries() async throws -> [String: SonyCardEntry] {
         if let fresh = cardCache.fresh { return fresh }
+        let ticket = cardCache.ticket
         return try await withCard {
             let av = avContent
             let sources = try await av.call("getSourceList", [["scheme": "storage"]], timeout: .seconds(10))
@@ -128,7 +129,7 @@ extension SonyDriver {
                     index += min(items.count, SonyCard.pageSize)
                 }
             }
-            return cardCache.store(entries, path: \.file.path)
+            return cardCache.store(entries, path: \.file.path, since: ticket)
         }
     }
 

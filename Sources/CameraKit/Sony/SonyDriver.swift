@@ -167,7 +167,10 @@ public final class SonyDriver: CameraDriver, Sendable {
         guard let r = try? await rpc.call("getEvent", [false], timeout: .seconds(2)) else { return true }
         if r.count > 5, let shots = r[5] as? [[String: Any]] {
             let urls = shots.flatMap { ($0["takePictureUrl"] as? [String]) ?? [] }
-            if !urls.isEmpty { await stills.announced(urls, client: stillClient) }
+            if !urls.isEmpty {
+                cardCache.invalidate()  // a shot on the body is a new file on the card
+                await stills.announced(urls, client: stillClient)
+            }
         }
         guard r.count > 3, let lv = r[3] as? [String: Any], let on = lv["liveviewStatus"] as? Bool else { return true }
         return on

@@ -44,6 +44,10 @@ final class SonyStills: Sendable {
     func capture(rpc: SonyRPC, client: CameraHTTP, autofocus: Bool) async throws -> [CameraImage] {
         state.withLock { $0.capturing += 1 }
         defer { finishCapture(client: client) }
+        // The postview is what livegate saves: ask for the original size, not a 2 MP copy (the
+        // default is per model, sony.md §8.1). Bodies without the call keep theirs. Before the
+        // half-press, so nothing comes between focus and release.
+        _ = try? await rpc.call("setPostviewImageSize", ["Original"], timeout: .seconds(5))
         // Half-press first when asked (bodies without it answer 12 "No Such Method": shoot anyway).
         var halfPressed = false
         if autofocus {
@@ -57,9 +61,6 @@ final class SonyStills: Sendable {
         defer {
             if halfPressed { Task { _ = try? await rpc.call("cancelHalfPressShutter", timeout: .seconds(5)) } }
         }
-        // The postview is what livegate saves: ask for the original size, not a 2 MP copy (the
-        // default is per model, sony.md §8.1). Bodies without the call keep theirs.
-        _ = try? await rpc.call("setPostviewImageSize", ["Original"], timeout: .seconds(5))
         var result: [Any]
         do {
             result = try await rpc.call("actTakePicture", timeout: .seconds(60))
