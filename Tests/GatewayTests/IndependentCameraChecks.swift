@@ -6,9 +6,10 @@ import Testing
 
 /// What the tests against a camera livegate did not write (`Tests/Scripts/*_cam.py`) check once the
 /// gateway streams from it: a remote capture and a shot with the body's button (SIGUSR1) saved
-/// byte for byte against the camera's `objects.jsonl` (`captured`, `body_shot`), the card listed
-/// whole (`card` + the shots) and every file — and a range of the first — read byte for byte,
-/// nothing stray in the captures folder, live view going on.
+/// byte for byte against the camera's `objects.jsonl` (`captured`, `body_shot`), each a `capture`
+/// event on `GET /api/v1/events` within 1 s and in the order saved, the card listed whole (`card` +
+/// the shots) and every file — and a range of the first — read byte for byte, nothing stray in the
+/// captures folder, live view going on.
 struct IndependentCameraChecks {
     let camera: PythonCamera
     let gateway: Gateway
@@ -52,11 +53,18 @@ struct IndependentCameraChecks {
 
     /// `remoteShutter: false`: livegate offers no shutter for this camera; the capture must be
     /// refused (not taken). `shotsOnCard: false`: a remote shot does not stay on the card (Nikon's
-    /// SDRAM).
-    func run(_ cam: CameraRuntime, remoteShutter: Bool = true, shotsOnCard: Bool = true) async throws {
+    /// SDRAM). `card: false`: livegate does not show this camera's card (the card checks are left out).
+    func run(_ cam: CameraRuntime, remoteShutter: Bool = true, shotsOnCard: Bool = true, card: Bool = true) async throws {
+        // The camera's events as a client reads them: each saved picture must be an event within 1 s.
+        let events = try EventListener(url: "\(base)/api/v1/events?camera=cam0", into: camera.dir.appendingPathComponent("events.txt"))
+        defer { events.stop() }
+        #expect(await waitUntil(timeout: 10) { events.connected }, "the events stream sent nothing")
         var shot: [SavedCapture] = []
         if remoteShutter {
             shot = try await gateway.capture(camera: cam, autofocus: false)
+            for s in shot {
+                #expect(await waitUntil(timeout: 1) { events.captures.contains(s.sha256) }, "no capture event within 1 s for \(s.name)")
+            }
         } else {
             await #expect(throws: (any Error).self, "a capture was taken where livegate offers no shutter") {
                 try await gateway.capture(camera: cam, autofocus: false)
@@ -73,8 +81,21 @@ struct IndependentCameraChecks {
         let body = objects(["body_shot"]).compactMap { $0["sha256"] as? String }
         #expect(await waitUntil(timeout: 30) { body.allSatisfy(saved) },
                 "the body shot was not saved: \(gateway.captures(camera: "cam0").map(\.name))")
+        #expect(await waitUntil(timeout: 1) { body.allSatisfy(events.captures.contains) }, "no capture event within 1 s of the body shot")
+        // In the order they were saved, each once.
+        #expect(events.captures == gateway.captures(camera: "cam0").map(\.sha256), "events \(events.captures.map { $0.prefix(8) })")
         #expect(gateway.captures(camera: "cam0").count == shot.count + body.count, "\(gateway.captures(camera: "cam0").map(\.name))")
 
+        if card { try await checkCard(shotsOnCard: shotsOnCard) }
+        let names = try FileManager.default.contentsOfDirectory(atPath: captures.appendingPathComponent("cam0").path)
+        #expect(Set(names) == Set(gateway.captures(camera: "cam0").map(\.name)), "\(names)")
+        let frames = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view stopped")
+    }
+
+    /// The card listed whole (`card` + the shots) and every file, and a range of the first, read
+    /// byte for byte.
+    func checkCard(shotsOnCard: Bool) async throws {
         let list = try await curlGet("\(base)/api/v1/cameras/cam0/files")
         let files = (try? JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])?["files"] as? [[String: Any]] ?? []
         let onCard = objects(shotsOnCard ? ["card", "captured", "body_shot"] : ["card", "body_shot"])
@@ -91,9 +112,35 @@ struct IndependentCameraChecks {
                 #expect(part.code == "206" && part.body == Array(got.body[100...1099]), "range of \(path): \(part.code)")
             }
         }
-        let names = try FileManager.default.contentsOfDirectory(atPath: captures.appendingPathComponent("cam0").path)
-        #expect(Set(names) == Set(gateway.captures(camera: "cam0").map(\.name)), "\(names)")
-        let frames = cam.driver.stats.frames
-        #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view stopped")
+    }
+}
+
+/// `curl -N` on the events stream, in the background, into a file; `captures` are the sha256 of the
+/// `capture` events read so far, in order.
+final class EventListener: Sendable {
+    let file: URL
+    private let process: Process
+
+    init(url: String, into file: URL) throws {
+        self.file = file
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: which("curl") ?? "/usr/bin/curl")
+        p.arguments = ["-s", "-N", "--max-time", "600", "-o", file.path, url]
+        try p.run()
+        process = p
+    }
+
+    /// True once the stream sent its first event (the cameras' state as it connects).
+    var connected: Bool { !EventStreamTests.parse((try? String(contentsOf: file, encoding: .utf8)) ?? "").isEmpty }
+
+    var captures: [String] {
+        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        return EventStreamTests.parse(text).filter { $0.event == "capture" }.compactMap { e in
+            (try? JSONSerialization.jsonObject(with: Data(e.data.utf8)) as? [String: Any])?["sha256"] as? String
+        }
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
     }
 }
