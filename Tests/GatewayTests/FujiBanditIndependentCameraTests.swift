@@ -37,4 +37,33 @@ import Testing
             if await checks.streams(cam) { try await checks.run(cam) }
         }
     }
+
+    /// The first read of a shot cut half-way: the Fujifilm drops the connection (the shot is read by
+    /// name in the next session), the Bandit closes the download (read again at once).
+    @Test(.enabled(if: usable, "needs python3, ffmpeg and curl"))
+    func aShotWhoseTransferBrokeIsSavedWholeFromAnIndependentFujifilm() async throws {
+        let dir = try temporaryDirectory("livegate-fuji-broken")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await PythonCamera(script: repoRoot.appendingPathComponent("Tests/Scripts/fuji_cam.py").path, dir: dir, arguments: [
+            "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--fps", "15", "--break-transfer-once",
+        ], portFlag: "--port", readyPrefix: "ready fuji=")
+        let p = camera.port
+        try await IndependentCameraChecks.with(camera, url: "fuji://127.0.0.1:\(p)?event=\(p + 1)&liveview=\(p + 2)", label: "fuji-broken") { checks, cam in
+            if await checks.streams(cam) { try await checks.brokenTransfer(cam) }
+        }
+    }
+
+    @Test(.enabled(if: usable, "needs python3, ffmpeg and curl"))
+    func aShotWhoseTransferBrokeIsSavedWholeFromAnIndependentBandit() async throws {
+        let dir = try temporaryDirectory("livegate-bandit-broken")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await PythonCamera(script: repoRoot.appendingPathComponent("Tests/Scripts/bandit_cam.py").path, dir: dir, arguments: [
+            "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--fps", "15", "--notify-port", "0", "--break-transfer-once",
+        ])
+        let mode = try await curlGet("http://127.0.0.1:\(camera.port)/api/2/settings/image", ["-X", "PUT"])
+        #expect(mode.code == "200")
+        try await IndependentCameraChecks.with(camera, url: "bandit://127.0.0.1:\(camera.port)?udp=0", label: "bandit-broken") { checks, cam in
+            if await checks.streams(cam) { try await checks.brokenTransfer(cam) }
+        }
+    }
 }

@@ -93,6 +93,29 @@ struct IndependentCameraChecks {
         #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view stopped")
     }
 
+    /// The camera was told to cut the first read of a shot half-way (`--break-transfer-once`): the
+    /// capture may fail with the connection, but the shot is saved whole — at once by a retry, or
+    /// once the camera is back — once, with no partial file under any name, and live view goes on.
+    func brokenTransfer(_ cam: CameraRuntime) async throws {
+        let shot: [SavedCapture]?
+        do { shot = try await gateway.capture(camera: cam, autofocus: false) } catch {
+            shot = nil
+            print("\(cam.id): the capture answered \(error)")
+        }
+        let raw = PythonCamera.lines(camera.dir.appendingPathComponent(objectsLog))
+        #expect(raw.contains { $0["ev"] as? String == "broken" }, "the camera did not cut the transfer: \(raw.compactMap { $0["ev"] })")
+        let made = objects(["captured"]).compactMap { $0["sha256"] as? String }
+        #expect(!made.isEmpty, "the camera logged no shot")
+        #expect(await waitUntil(timeout: 40) { made.allSatisfy(saved) },
+                "the shot was not saved after the broken transfer (capture: \(shot.map { $0.map(\.name) } ?? ["failed"]), saved: \(gateway.captures(camera: "cam0").map(\.name)))")
+        #expect(gateway.captures(camera: "cam0").count == made.count, "\(gateway.captures(camera: "cam0").map(\.name))")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: captures.appendingPathComponent("cam0").path)) ?? []
+        #expect(Set(names) == Set(gateway.captures(camera: "cam0").map(\.name)), "\(names)")
+        #expect(await waitUntil(timeout: 30) { cam.driver.state == .streaming }, "live view did not come back")
+        let frames = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view stopped")
+    }
+
     /// The card listed whole (`card` + the shots) and every file, and a range of the first, read
     /// byte for byte.
     func checkCard(shotsOnCard: Bool) async throws {

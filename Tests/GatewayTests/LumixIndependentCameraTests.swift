@@ -24,4 +24,20 @@ import Testing
             if await checks.streams(cam) { try await checks.run(cam) }
         }
     }
+
+    /// The first download of a shot cut half-way (`IndependentCameraChecks.brokenTransfer`).
+    @Test(.enabled(if: usable, "needs python3, ffmpeg and curl"))
+    func aShotWhoseDownloadBrokeIsSavedWhole() async throws {
+        let dir = try temporaryDirectory("livegate-lumix-broken")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await PythonCamera(script: Self.script, dir: dir, arguments: [
+            "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--fps", "15", "--dlna-port", "0",
+            "--break-transfer-once",
+        ])
+        let dlna = try #require(camera.readyLine.components(separatedBy: "dlna=").last.flatMap { Int($0) })
+        try await IndependentCameraChecks.with(camera, url: "panasonic://127.0.0.1:\(camera.port)?lvport=0&dlnaport=\(dlna)",
+                                               label: "lumix-broken") { checks, cam in
+            if await checks.streams(cam) { try await checks.brokenTransfer(cam) }
+        }
+    }
 }

@@ -180,4 +180,17 @@ import Testing
         await gateway.stop()
         await camera.stop()
     }
+
+    /// The first download of a shot cut half-way (`IndependentCameraChecks.brokenTransfer`).
+    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg, ffprobe and curl"))
+    func aShotWhoseDownloadBrokeIsSavedWhole() async throws {
+        let dir = try temporaryDirectory("livegate-olympus-broken")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await PythonCamera(script: Self.script, dir: dir, arguments: [
+            "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--break-transfer-once",
+        ])
+        try await IndependentCameraChecks.with(camera, url: "olympus://127.0.0.1:\(camera.port)", label: "olympus-broken") { checks, cam in
+            if await checks.streams(cam) { try await checks.brokenTransfer(cam) }
+        }
+    }
 }

@@ -10,7 +10,8 @@ start-up to make the viewfinder JPEGs, the card pictures and the MP4.
         [--host 127.0.0.1] [--size 768x432] [--fps 30] [--log REQUESTS.jsonl]
         [--frames-log FRAMES.jsonl] [--objects-log OBJECTS.jsonl]
         [--card-files N] [--capture-ms 300] [--chunk 1017] [--packet-start N]
-        [--memory-free BYTES] [--battery PCT] [--help-choices]
+        [--memory-free BYTES] [--battery PCT] [--break-transfer-once]
+        [--help-choices]
 
 `--http-port 0` / `--notify-port 0` (default 0) pick free ports (the camera
 uses 80 for REST; the backchannel port is only known from /status, §2.3).
@@ -30,7 +31,19 @@ Logs (JSON lines):
                  ev = card | captured (REST photo or recording) | body_shot
                  (SIGUSR1) | served (one per /contents download: + "range"
                  (the Range header asked, or null), "status", "length",
-                 "method") | deleted (DELETE images|videos/<id>).
+                 "method") | deleted (DELETE images|videos/<id>) |
+                 broken (--break-transfer-once: the cut download, instead
+                 of its "served" line: the "served" keys + "sent" (body
+                 bytes written); "length" = the Content-Length announced).
+
+--break-transfer-once: the first GET of images/<id>/contents for a photo made
+by a shot (REST shutter in image mode, any image mode, or SIGUSR1) sends the
+status line and headers as usual (full Content-Length, no Connection: close;
+a Range request keeps its 206 + Content-Range) and then only the first half
+(length // 2) of the body, then closes the socket.  Once per process; HEAD,
+416s, thumbnails, video downloads and card photos never count and are never
+cut (nor is a body of fewer than 2 bytes).  The photo stays on the card; the
+next GET is served whole.
 
 Choices made where the notes say UNCONFIRMED or are silent:
   HTTP / REST (§2)
@@ -301,6 +314,7 @@ class Media:
         self.info = info
         self.sha = hashlib.sha256(data).hexdigest()
         self.highlights = info.pop("highlights", [])
+        self.origin = "card"        # | "captured" | "body_shot"
 
     def json(self, tags=False):
         i = self.info
@@ -567,6 +581,7 @@ class Camera:
         self.clock_offset = 0.0
         self.memory_free = args.memory_free
         self.low_sent = self.memory_free < MEMORY_LOW
+        self.broken_done = False
         self.media = []
         self.next_num = 1
         total = args.card_files + 1
@@ -920,6 +935,8 @@ class Camera:
         with self.lock:
             created = self.now().strftime(TIME_FMT)
             objs = [self._new_image(created, {"mode": mode, "resolution": res}) for _ in range(count)]
+            for o in objs:
+                o.origin = ev
         for o in objs:
             self.objlog.write(o.ev(ev))
         self.notify.send({"photo_captured": [o.json() for o in objs]})
@@ -1018,6 +1035,8 @@ class Reply:
     def __init__(self, status=200, body=b"", ctype=None, headers=None):
         self.status, self.body, self.ctype = status, body, ctype
         self.headers = headers or []
+        self.cut = None         # --break-transfer-once: body bytes to send before closing
+        self.cut_ev = None      # its "broken" objects-log line
 
 
 def jreply(obj, status=200):
@@ -1112,6 +1131,23 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
+        if rep.cut is not None:
+            self.close_connection = True
+            sent = 0
+            try:
+                self.wfile.write(rep.body[:rep.cut])
+                self.wfile.flush()
+                sent = rep.cut
+            finally:
+                rep.cut_ev["sent"] = sent
+                self.server.cam.objlog.write(rep.cut_ev)
+                diag("ev=broken_transfer %s sent=%d of %d"
+                     % (rep.cut_ev["name"], sent, len(rep.body)))
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            return
         if self.command != "HEAD" and rep.body:
             self.wfile.write(rep.body)
         self.wfile.flush()
@@ -1388,8 +1424,25 @@ class Api:
             rep = Reply(206, part, ctype, hdrs + [("Content-Range", "bytes %d-%d/%d" % (r[0], r[1], size))])
         if log:
             ev.update({"status": rep.status, "length": len(rep.body)})
+            if self.break_now(h, o, rep):
+                ev["ev"] = "broken"
+                rep.cut = len(rep.body) // 2
+                rep.cut_ev = ev         # written by Handler._send with "sent"
+                return rep
             self.cam.objlog.write(ev)
         return rep
+
+    def break_now(self, h, o, rep):
+        """--break-transfer-once: is this the download to cut?"""
+        cam = self.cam
+        if not (cam.args.break_transfer_once and h.command == "GET" and o.kind == "image"
+                and o.origin in ("captured", "body_shot") and len(rep.body) >= 2):
+            return False
+        with cam.lock:
+            if cam.broken_done:
+                return False
+            cam.broken_done = True
+        return True
 
 
 # --------------------------------------------------------------------------
@@ -1468,6 +1521,8 @@ def main():
     ap.add_argument("--packet-start", type=int, default=0, help="first packet_number (wrap tests)")
     ap.add_argument("--memory-free", type=int, default=8_000_000_000, help="free card bytes at start")
     ap.add_argument("--battery", type=int, default=87, help="battery_level_pct")
+    ap.add_argument("--break-transfer-once", action="store_true",
+                    help="cut the first GET of a shot photo's contents half-way and close")
     ap.add_argument("--help-choices", action="store_true", help="print the documented choices and exit")
     args = ap.parse_args()
     if args.help_choices:

@@ -14,6 +14,7 @@ run once at start-up to make the live-view JPEGs, the stills and thumbnails.
         [--card-files N] [--capture-ms 300]
         [--model X-T3] [--device-info full|empty] [--still-size 1616x1080]
         [--confirm-polls N] [--fail-first-init] [--frames N_DISTINCT]
+        [--break-transfer-once]
 
 Ports (§2.4: 55740 command, 55741 event, 55742 live view): command = P, event =
 P+1, live view = P+2.  `--port 0` picks a free P with P+1 and P+2 free too.
@@ -134,12 +135,25 @@ Connections (CHOICE): one client at a time, latest wins: a new valid init on P
 closes the previous command, event and live-view connections (and the open
 capture).  Garbage, wrong init lengths, disconnects: logged, camera carries on.
 
+--break-transfer-once: the first read of a picture made by a shot (capture or
+SIGUSR1 body shot) - GetObject, or the GetPartialObject block that comes first,
+whatever its offset - sends the data container header announcing the full
+length (12 + the bytes asked) and then only the first half (len // 2) of those
+bytes, then closes the command connection and the event and live-view
+connections (like a Wi-Fi drop: no response container; P+1/P+2 stop listening
+as when the client goes away).  Once per process; a read of fewer than 2 bytes
+is served normally and does not use it up.  The picture stays on the card and
+every later read is served whole.  Logged as "broken", not "served".
+
 Logs (JSON lines): --log: one per command container {"t", "op" ("0x100E"),
 "params", "tid", "session", "conn"} plus "data" (hex) when a data-out phase
 came (SetDevicePropValue).  --objects-log: {"ev": "card"|"captured"|
-"body_shot"|"served"|"deleted", "handle", "name", "size", "sha256", "t"};
-"served" (GetObject/GetPartialObject) adds "op", "offset", "length",
-"served_sha256".  "card" lines are written at start-up.  stderr: diagnostics.
+"body_shot"|"served"|"deleted"|"broken", "handle", "name", "size", "sha256",
+"t"}; "served" (GetObject/GetPartialObject) adds "op", "offset", "length",
+"served_sha256"; "broken" (--break-transfer-once) adds the same keys
+("length" = the bytes announced, "served_sha256" = of the bytes really sent)
+plus "sent" (data bytes sent after the 12-byte header).  "card" lines are
+written at start-up.  stderr: diagnostics.
 """
 
 import argparse
@@ -514,6 +528,7 @@ class Camera:
         self.lv_wake = threading.Event()
         self.conn_no = 0
         self.failed_first_init = False
+        self.broken_done = False
         self.gate_evt = None
         self.gate_lv = None
         self.capture_gen = None
@@ -765,6 +780,18 @@ class Camera:
             old.conn.close()
             self.close_capture("new client")
 
+    def break_connections(self, sess):
+        """--break-transfer-once: drop the command connection and, when sess is
+        the current client, the event and live-view connections."""
+        with self.lock:
+            cur = self.cmd is sess
+            evt = self.evt if cur else None
+            lv = self.lv if cur else None
+        sess.conn.close()
+        for c in (evt, lv):
+            if c is not None:
+                c.close()
+
     def detach_command(self, sess):
         with self.lock:
             if self.cmd is not sess:
@@ -975,7 +1002,28 @@ class CmdSession:
         return None, (length,)
 
     def serve(self, op, tid, obj, off, length):
+        cam = self.cam
         chunk = obj.data[off:off + length]
+        do_break = False
+        if (self.args.break_transfer_once and obj.origin in ("captured", "body_shot")
+                and len(chunk) >= 2):
+            with cam.lock:
+                if not cam.broken_done:
+                    cam.broken_done = True
+                    do_break = True
+        if do_break:
+            sent = len(chunk) // 2
+            diag("ev=breaking_transfer op=0x%04X handle=0x%08X sent=%d of %d"
+                 % (op, obj.handle, sent, len(chunk)))
+            try:
+                self.conn.sendall(struct.pack("<IHHI", 12 + len(chunk), CT_DATA, op, tid) +
+                                  chunk[:sent])
+            except OSError as e:
+                diag("ev=breaking_transfer_send_failed %r" % e)
+            cam.olog("broken", obj, op="0x%04X" % op, offset=off, length=len(chunk), sent=sent,
+                     served_sha256=sha(chunk[:sent]))
+            cam.break_connections(self)
+            raise ConnGone("break-transfer-once")
         self.send_container(CT_DATA, op, tid, chunk)
         self.cam.olog("served", obj, op="0x%04X" % op, offset=off, length=len(chunk),
                       served_sha256=sha(chunk))
@@ -1232,6 +1280,8 @@ def main():
     ap.add_argument("--fail-first-init", action="store_true",
                     help="answer the first valid init with type 5 (busy)")
     ap.add_argument("--frames", type=int, default=60, help="distinct live-view JPEGs (default 60)")
+    ap.add_argument("--break-transfer-once", action="store_true",
+                    help="cut the first read of a shot's picture half-way and drop the connections")
     ap.add_argument("--help-choices", action="store_true", help="print the documented choices and exit")
     args = ap.parse_args()
     if args.help_choices:

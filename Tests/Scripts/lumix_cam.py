@@ -11,7 +11,8 @@ at start-up to make the live-view frames, the card pictures and the MP4.
         [--frames-log FRAMES.jsonl] [--objects-log OBJECTS.jsonl]
         [--card-files N] [--group-by-day] [--capture-ms 300]
         [--pairing req_acc|none] [--accctrl-polls K] [--lv-timeout S]
-        [--start-mode play|rec] [--after-capture rec|play] [--help-choices]
+        [--start-mode play|rec] [--after-capture rec|play]
+        [--break-transfer-once[=NAME]] [--help-choices]
 
 `--http-port 0` / `--dlna-port 0` (default 0) pick free ports (the camera's are
 80 and 60606, §1).  Prints `ready http=P dlna=Q` once both listen; runs until
@@ -123,6 +124,24 @@ Choices made where the notes are silent or say UNCONFIRMED:
     video_recstart/recstop: rec on/off, progress_time counts, a distinct MP4
     (unique `free` box) appears after --capture-ms.
   * get_content_info counts the card objects; err_busy while sd_access=on.
+  Broken download (--break-transfer-once, test aid, not in the notes)
+  * Without NAME: the first GET of an original /DO<id>.JPG whose JPEG was
+    written by a shot (camcmd capture or SIGUSR1; not the start-up card, not
+    recorded MP4s) is cut.  With =NAME (e.g. P1000005.JPG, case-insensitive;
+    any card object, also MP4s): the first GET of that object's /DO<id>.* is
+    cut.  Only once per run.  The cut answer has the normal status line and
+    headers (200, or 206 + Content-Range for a Range request) with the full
+    Content-Length, then only the first half (floor) of that body; then the
+    socket is closed.  The next download of the file is served whole.
+    Thumbnails (/DT, /DL), HEAD and 416 answers are never cut.
+  Objects log (--objects-log, JSON lines)
+  * {"ev": "card"|"captured"|"body_shot", "id", "name", "size", "sha256"}
+    (card at start-up; a shot / MP4 once written); every download answer
+    adds "served" with "kind" (org|tn|lrgtn), "range", "method", "status",
+    "length" (body bytes); "sha256"/"size" are of the whole resource (the
+    whole original for org, also under Range).  A cut download writes
+    "broken" instead of "served": same keys plus "sent" (body bytes actually
+    sent) and "t" (epoch seconds).
 """
 
 import argparse
@@ -371,6 +390,7 @@ class CardObject:
         self.name = "P%07d.%s" % (num, "JPG" if kind == "jpeg" else "MP4")
         self.data, self.tn, self.ltn, self.dt = data, tn, ltn, dt
         self.sha = hashlib.sha256(data).hexdigest()
+        self.origin = "card"                            # | "captured" | "body_shot"
 
     @property
     def day(self):
@@ -418,6 +438,7 @@ class Camera:
         self.focus_pos = 512
         self.update_id = 1
         self.shots = 0
+        self.broken_done = False                        # --break-transfer-once used up
         self.card = []
         base_dt = datetime.datetime(2024, 5, 1, 9, 0, 0)
         total = args.card_files + 1
@@ -467,12 +488,29 @@ class Camera:
                 obj = self._jpeg_obj(num, dt)
             else:
                 obj = CardObject(num, "mp4", self._unique_mp4("video-%d" % num), self.vtn, None, dt)
+            obj.origin = ev
             self.card.append(obj)
             self.pending -= 1
             if from_cmd:
                 self.cmd_pending -= 1
             self.update_id += 1
         self.objlog.write(obj.ev(ev))
+
+    def take_break(self, o):
+        """True once: this GET of original `o` is the one to cut (--break-transfer-once)."""
+        want = self.args.break_transfer_once
+        if want is None:
+            return False
+        if want:
+            if o.name.upper() != os.path.basename(want).upper():
+                return False
+        elif not (o.kind == "jpeg" and o.origin in ("captured", "body_shot")):
+            return False
+        with self.lock:
+            if self.broken_done:
+                return False
+            self.broken_done = True
+        return True
 
     def find(self, oid):
         with self.lock:
@@ -1153,8 +1191,33 @@ class DlnaHandler(BaseHandler):
             status, part = 206, data[r[0]:r[1] + 1]
             hdrs.append(("Content-Range", "bytes %d-%d/%d" % (r[0], r[1], size)))
         ev.update({"status": status, "length": len(part)})
+        if what == "org" and not head_only and cam.take_break(o):
+            return self.reply_broken(status, part, ctype, hdrs, ev)
         cam.objlog.write(ev)
         self.reply(status, part, ctype, hdrs, head_only=head_only)
+
+    def reply_broken(self, status, part, ctype, hdrs, ev):
+        """--break-transfer-once: full headers, half the body, then close."""
+        half = len(part) // 2
+        sent = 0
+        self.close_connection = True
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            for k, v in hdrs:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(part)))
+            self.end_headers()
+            self.wfile.write(part[:half])
+            sent = half
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        ev["ev"] = "broken"
+        ev.update({"sent": sent, "t": round(time.time(), 3)})
+        self.server.cam.objlog.write(ev)
+        diag("ev=broken_transfer name=%s sent=%d of %d" % (ev["name"], sent, len(part)))
 
     def do_HEAD(self):
         self.do_GET(head_only=True)
@@ -1228,6 +1291,8 @@ def main():
     ap.add_argument("--lv-timeout", type=float, default=10.0, help="stream stops S s after the last request")
     ap.add_argument("--start-mode", choices=("play", "rec"), default="play")
     ap.add_argument("--after-capture", choices=("rec", "play"), default="rec")
+    ap.add_argument("--break-transfer-once", nargs="?", const="", default=None, metavar="NAME",
+                    help="cut the first download of a shot's JPEG (or of file NAME) at half, once")
     ap.add_argument("--help-choices", action="store_true", help="print the documented choices and exit")
     args = ap.parse_args()
     if args.help_choices:

@@ -9,8 +9,11 @@ start-up to make the live-view JPEGs (and their 160x120 thumbnails).
     python3 Tests/Scripts/olympus_cam.py --http-port P [--host 127.0.0.1]
         [--size 640x480] [--fps 30] [--log REQUESTS.jsonl]
         [--frames-log FRAMES.jsonl] [--frames N_DISTINCT]
+        [--objects-log OBJECTS.jsonl] [--break-transfer-once[=NAME]]
 
 Prints `ready http=P` once it listens; runs until SIGTERM/SIGINT, exits 0.
+SIGUSR1 = a shot with the body's shutter button (any mode): a new JPEG on the
+card that becomes the last shot (getrecview / getlastjpg), one fewer remaining.
 
 Choices made where the notes say UNCONFIRMED (also listed by --help-choices):
   * get_connectmode answers `private` (§0, §8.2).
@@ -41,6 +44,27 @@ Choices made where the notes say UNCONFIRMED (also listed by --help-choices):
   * No focus-mode property exists in the notes' property list (§4.3); the focus
     system (--focus saf|caf|mf) is only reported in TLV 17. In MF, TLV 2 is
     colour 0 / zeros and assignafframe is refused (520) (§4.5, OPC rule).
+
+Downloads: the original is `GET /DCIM/100OLYMP/<name>` (§4.6) and, for the last
+shot, `exec_takemisc.cgi?com=getlastjpg` (same bytes).  get_thumbnail,
+get_screennail, get_resizeimg and getrecview are previews (get_screennail and
+get_resizeimg simply send the original bytes here).  Range is ignored.
+
+--break-transfer-once (test aid, not in the notes): the first full-file download
+(either URL above, GET) of a JPEG made by a shot -- starttake or exec_shutter
+1st2ndpush/2ndpush ("captured") or SIGUSR1 ("body_shot"), not the start-up
+card -- answers 200 with the normal headers and the full Content-Length, sends
+only the first half (floor) of the body and closes the socket.  With =NAME
+(e.g. P1270004.JPG, case-insensitive, any card file) the first full-file
+download of that file is cut instead.  Only once per run; the next download of
+the file is whole.  Previews/thumbnails are never cut.
+
+--objects-log (JSON lines): {"ev": "card"|"captured"|"body_shot", "name",
+"size", "sha256", "t"} (card files at start-up, then one per shot);
+every image answer adds "served" with "kind" (org|thumbnail|screennail|
+resizeimg|recview), "via" (the path / com), "length" (body bytes; "size" and
+"sha256" are of the whole file); a cut download writes "broken" instead of
+"served", with the same keys plus "sent" (body bytes actually sent).
 """
 
 import argparse
@@ -270,8 +294,10 @@ def diag(msg):
 # Camera state
 
 class Camera:
-    def __init__(self, args, frames, thumbs):
+    def __init__(self, args, frames, thumbs, objlog=None):
         self.args = args
+        self.objlog = objlog or JsonLog(None)
+        self.broken_done = False                # --break-transfer-once used up
         self.W, self.H = args.width, args.height
         self.frames = frames
         self.thumbs = thumbs
@@ -307,12 +333,48 @@ class Camera:
         self.last_request = time.monotonic()
 
     # ---- card
-    def _add_file(self, data, thumb, mtime):
+    def _add_file(self, data, thumb, mtime, origin="card"):
         lt = time.localtime(mtime)
         num = len(self.card) + 1
         name = "P%X%02d%04d.JPG" % (lt.tm_mon, lt.tm_mday, num)
-        self.card.append({"name": name, "data": data, "thumb": thumb, "mtime": mtime})
+        f = {"name": name, "data": data, "thumb": thumb, "mtime": mtime,
+             "sha256": hashlib.sha256(data).hexdigest(), "origin": origin}
+        self.card.append(f)
+        self.olog(origin, f)
         return name
+
+    def olog(self, ev, f, **extra):
+        d = {"ev": ev, "name": f["name"], "size": len(f["data"]), "sha256": f["sha256"],
+             "t": round(time.time(), 3)}
+        d.update(extra)
+        self.objlog.write(d)
+
+    def body_shot(self):
+        """SIGUSR1: the body's shutter button (any mode)."""
+        if self.powered_off:
+            return
+        with self.lock:
+            idx = random.randrange(len(self.frames))
+            fname = self._add_file(self.frames[idx], self.thumbs[idx], time.time(), "body_shot")
+            self.last_shot = self.card[-1]
+            self.remaining -= 1
+        diag("ev=shot file=/DCIM/100OLYMP/%s origin=body_shot" % fname)
+
+    def take_break(self, f):
+        """True once: this full-file GET of `f` is the one to cut (--break-transfer-once)."""
+        want = self.args.break_transfer_once
+        if want is None:
+            return False
+        if want:
+            if f["name"].upper() != os.path.basename(want).upper():
+                return False
+        elif f["origin"] not in ("captured", "body_shot"):
+            return False
+        with self.lock:
+            if self.broken_done:
+                return False
+            self.broken_done = True
+        return True
 
     def find_file(self, path):
         path = path.rstrip("/")
@@ -562,6 +624,7 @@ class Handler(BaseHTTPRequestHandler):
         body = None
         status = 500
         extra_close = False
+        self.obj = None                         # (card file, kind, via) of an image answer
         try:
             if cam.powered_off:
                 self.close_connection = True
@@ -611,9 +674,39 @@ class Handler(BaseHTTPRequestHandler):
             if not cam.powered_off or status == 202:
                 app.req_log.write({"t": t_req, "method": self.command, "path": path,
                                    "query": qdict, "body": body, "status": status})
+        if self.obj is not None and status == 200 and self.command == "GET":
+            f, kind, via = self.obj
+            if kind == "org" and cam.take_break(f):
+                self._send_broken(rbody, ctype, f, kind, via)
+                return
+            cam.olog("served", f, kind=kind, via=via, length=len(rbody))
         self._send(status, rbody, ctype, extra_close)
         if status == 202 and path == "/exec_pwoff.cgi":
             app.power_off()
+
+    def _send_broken(self, body, ctype, f, kind, via):
+        """--break-transfer-once: 200 + full Content-Length, half the body, then close."""
+        half = len(body) // 2
+        sent = 0
+        self.close_connection = True
+        try:
+            self.send_response_only(200)
+            self.send_header("Date", self.date_time_string())
+            self.send_header("Server", self.version_string())
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            req_conn = self.headers.get("Connection")
+            if req_conn:
+                self.send_header("Connection", req_conn)
+            self.end_headers()
+            self.wfile.write(body[:half])
+            sent = half
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        self.server.app.cam.olog("broken", f, kind=kind, via=via, length=len(body), sent=sent)
+        diag("ev=broken_transfer file=%s via=%s sent=%d of %d" % (f["name"], via, sent, len(body)))
 
     def _send(self, status, body, ctype, force_close):
         reasons = {520: "Vendor Error"}
@@ -701,6 +794,7 @@ class App:
                 f = cam.find_file(urllib.parse.unquote(path))
             if not f:
                 raise HttpError(404, why="no file %s" % path)
+            h.obj = (f, "org", path)
             return 200, f["data"], "image/jpeg", False
         if not path.endswith(".cgi"):
             raise HttpError(404, why="unknown path")
@@ -771,6 +865,7 @@ class App:
                     shot = cam.last_shot
                 if shot is None:
                     raise HttpError(404, why="no shot yet")
+                h.obj = (shot, "recview" if com == "getrecview" else "org", com)
                 return 200, shot["thumb"] if com == "getrecview" else shot["data"], "image/jpeg", False
             if com == "ctrlzoom":
                 self.need_rec()
@@ -808,7 +903,7 @@ class App:
                     cur = cam.moving_box(lv.n if lv else 0)
                     af = cam.touch or (cur[1:] if cur[0] else None)
                     idx = random.randrange(len(cam.frames))
-                    fname = cam._add_file(cam.frames[idx], cam.thumbs[idx], time.time())
+                    fname = cam._add_file(cam.frames[idx], cam.thumbs[idx], time.time(), "captured")
                     cam.last_shot = cam.card[-1]
                     cam.remaining -= 1
                     cam.touch = None                       # point resets after a shot
@@ -826,7 +921,7 @@ class App:
             if com in ("1st2ndpush", "2ndpush"):
                 with cam.lock:
                     idx = random.randrange(len(cam.frames))
-                    fname = cam._add_file(cam.frames[idx], cam.thumbs[idx], time.time())
+                    fname = cam._add_file(cam.frames[idx], cam.thumbs[idx], time.time(), "captured")
                     cam.last_shot = cam.card[-1]
                     cam.remaining -= 1
                 diag("ev=shot file=/DCIM/100OLYMP/%s" % fname)
@@ -881,6 +976,7 @@ class App:
                 f = cam.find_file(urllib.parse.unquote(q.get("DIR", "")))
             if not f:
                 raise HttpError(404, why="no file")
+            h.obj = (f, name[4:], name)
             return 200, f["thumb"] if name == "get_thumbnail" else f["data"], "image/jpeg", False
 
         if name == "exec_pwoff":
@@ -932,6 +1028,9 @@ def main():
                     help="stop live view after S s without HTTP requests (0 = never, default)")
     ap.add_argument("--save-frames", metavar="DIR",
                     help="also write the live-view JPEGs into DIR (f001.jpg …; frame n sends file n %% N + 1)")
+    ap.add_argument("--objects-log", help="JSON lines, one per card file event (card, shot, served, broken)")
+    ap.add_argument("--break-transfer-once", nargs="?", const="", default=None, metavar="NAME",
+                    help="cut the first download of a shot's JPEG (or of file NAME) at half, once")
     ap.add_argument("--af-gaps", action="store_true",
                     help="AF colour 2 (failure) and 0 (no AF) stretches in the moving box")
     args = ap.parse_args()
@@ -952,14 +1051,15 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    cam = Camera(args, frames, thumbs)
+    cam = Camera(args, frames, thumbs, JsonLog(args.objects_log))
     app = App(args, cam, JsonLog(args.log), JsonLog(args.frames_log))
 
     stop = threading.Event()
     # A parent may have started us with these blocked (the mask is inherited): take them back.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGUSR1})
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())
+    signal.signal(signal.SIGUSR1, lambda *a: cam.body_shot())
 
     class Server(ThreadingHTTPServer):
         daemon_threads = True

@@ -154,10 +154,19 @@ extension OlympusDriver: StillCapturing {
         guard !fresh.isEmpty else {
             throw CameraControlError.camera(code: 0, message: "the shot was taken but no new file appeared on the card within 15 s")
         }
-        claimed = fresh.map(\.path)
+        // A download that fails (retried) is left unclaimed: the card watch fetches it next.
         var images: [CameraImage] = []
+        var failed: [String] = []
         for f in fresh {
-            images.append(CameraImage(name: f.name, bytes: try await cgi.download(f), fromBody: false))
+            do {
+                images.append(CameraImage(name: f.name, bytes: try await retrying { try await cgi.download(f) }, fromBody: false))
+                claimed.append(f.path)
+            } catch {
+                failed.append("\(f.name): \(error)")
+            }
+        }
+        guard !images.isEmpty else {
+            throw CameraControlError.unavailable("the shot is on the card, but reading it failed (\(failed.joined(separator: "; "))); livegate fetches it when it can")
         }
         return images
     }

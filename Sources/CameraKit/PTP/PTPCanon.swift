@@ -15,10 +15,15 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
     /// What outlives this session: the body's own destination, shots not handed on yet.
     let carried: CanonCarryOver
 
-    init(link: PTPLink, captureTarget: PTPCaptureTarget? = nil, carried: CanonCarryOver = CanonCarryOver()) {
+    /// Card files a broken connection left unsaved (the driver's, kept across sessions).
+    let leftovers: PTPCardLeftovers
+
+    init(link: PTPLink, captureTarget: PTPCaptureTarget? = nil, carried: CanonCarryOver = CanonCarryOver(),
+         leftovers: PTPCardLeftovers = PTPCardLeftovers()) {
         self.link = link
         self.captureTarget = captureTarget
         self.carried = carried
+        self.leftovers = leftovers
     }
     let vendor = PTPVendor.canon
     let pushed = false

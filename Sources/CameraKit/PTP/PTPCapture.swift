@@ -35,8 +35,19 @@ extension PTPDriver: StillCapturing {
     /// its GetEvent 0x90C7, asked at most once a second); each is fetched (retried) in a task of
     /// its own and handed to the sink, or reported lost. Nikon shots an earlier connection left
     /// half-read in SDRAM are fetched here first, in line.
+    static func isCapturing(_ s: any PTPVendorSession) -> Bool {
+        if let c = s as? CanonPTPSession { return c.isCapturing }
+        if let n = s as? NikonPTPSession { return n.isCapturing }
+        if let f = s as? FujiPTPSession { return f.isCapturing }
+        if let y = s as? SonyPTPSession { return y.isCapturing }
+        return false
+    }
+
     func transferShotsOnTheBody(_ session: any PTPVendorSession) async {
         guard let sink = imageSink.withLock({ $0 }) else { return }
+        if !cardLeftovers.isEmpty, let base = session as? PTPVendorBase, !Self.isCapturing(session) {
+            await cardLeftovers.fetch(on: base, to: sink)
+        }
         var found: [(handle: UInt32, name: String)] = []
         let fetch: @Sendable (UInt32, String) async throws -> CameraImage
         if let canon = session as? CanonPTPSession, !canon.isCapturing {
@@ -61,11 +72,22 @@ extension PTPDriver: StillCapturing {
             return
         }
         if !found.isEmpty { cardListing.invalidate() }
+        let leftovers = cardLeftovers
         for o in found {
-            handOnInTask(name: shownName(handle: o.handle, name: o.name), to: sink) {
+            handOnInTask(name: shownName(handle: o.handle, name: o.name), to: sink,
+                         leftovers: o.name.isEmpty ? nil : (leftovers, o.name)) {
                 try await fetch(o.handle, o.name)
             }
         }
+    }
+}
+
+/// The connection to the camera went or stopped answering (the camera still holds what was being
+/// read); a malformed answer is not that.
+func ptpConnectionBroke(_ e: any Error) -> Bool {
+    switch e as? PTPTransportError {
+    case .closed, .timeout: return true
+    default: return false
     }
 }
 
@@ -75,13 +97,59 @@ func shownName(handle: UInt32, name: String) -> String {
 }
 
 /// Fetches one announced image in a task of its own (retried) and hands it to `sink`, or reports
-/// it lost there.
-func handOnInTask(name: String, to sink: @escaping CameraImageSink, _ fetch: @escaping @Sendable () async throws -> CameraImage) {
+/// it lost there; a card file whose read a broken connection ended goes to `leftovers` (with its
+/// file name) for the next session instead.
+func handOnInTask(name: String, to sink: @escaping CameraImageSink, leftovers: (PTPCardLeftovers, String)? = nil,
+                  _ fetch: @escaping @Sendable () async throws -> CameraImage) {
     Task {
         do {
             await sink(.image(try await retrying { try await fetch() }))
+        } catch let e where leftovers != nil && ptpConnectionBroke(e) {
+            leftovers?.0.keep(.init(name: leftovers?.1 ?? name, fromBody: true))
         } catch {
             await sink(.lost(name: name, reason: "\(error)"))
+        }
+    }
+}
+
+/// Card files of shots whose read a broken connection ended. The camera will not announce them
+/// again, so the next session looks them up on the card by name (newest object first) and hands
+/// them on; one that is no longer on the card is reported lost, and what is still here when
+/// livegate stops is reported (it is on the card).
+final class PTPCardLeftovers: Sendable {
+    struct Entry: Sendable, Hashable {
+        var name: String
+        var fromBody: Bool
+    }
+    private let entries = Mutex<[Entry]>([])
+
+    func keep(_ e: Entry) { entries.withLock { if !$0.contains(e) { $0.append(e) } } }
+    var isEmpty: Bool { entries.withLock { $0.isEmpty } }
+    func take() -> [Entry] { entries.withLock { v in defer { v.removeAll() }; return v } }
+
+    /// Looks the files up on `base`'s card and hands them to `sink`; those a broken connection
+    /// stops again are kept for the session after.
+    func fetch(on base: PTPVendorBase, to sink: CameraImageSink) async {
+        var wanted = take()
+        guard !wanted.isEmpty else { return }
+        do {
+            for h in try await base.objectHandles().sorted(by: >) where !wanted.isEmpty {
+                guard let data = try? await base.callOK(PTPOperation.getObjectInfo, [h]).data,
+                      let info = try? PTPObjectInfo(data), !info.isFolder,
+                      let i = wanted.firstIndex(where: { $0.name == info.name }) else { continue }
+                let e = wanted.remove(at: i)
+                do {
+                    await sink(.image(try await retrying { try await base.fetchImage(h, name: e.name, fromBody: e.fromBody) }))
+                } catch let err where ptpConnectionBroke(err) {
+                    wanted.append(e)
+                    throw err
+                } catch {
+                    await sink(.lost(name: e.name, reason: "\(error) (it is on the card)"))
+                }
+            }
+            for e in wanted { await sink(.lost(name: e.name, reason: "it is no longer on the card")) }
+        } catch {
+            for e in wanted { keep(e) }
         }
     }
 }
@@ -417,14 +485,18 @@ extension CanonPTPSession {
         }
         var images: [CameraImage] = []
         var lost: [(name: String, reason: String)] = []
+        var broken: Error?
         for o in shot.onCard {
             do {
                 images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
+            } catch let e where Self.connectionBroke(e) && !o.name.isEmpty {
+                // On the card; the next session reads it by name.
+                leftovers.keep(.init(name: o.name, fromBody: false))
+                broken = e
             } catch {
                 lost.append((Self.shownName(o), "\(error) (it is on the card)"))
             }
         }
-        var broken: Error?
         for t in shot.toPC {
             do {
                 images.append(try await deliver(t, fromBody: false))
@@ -452,7 +524,9 @@ extension CanonPTPSession {
     /// lost); a shot for the PC whose reading a broken connection ended waits for the next session.
     func handOn(_ shots: CanonAnnounced, to sink: @escaping CameraImageSink) {
         for o in shots.onCard {
-            handOnInTask(name: Self.shownName(o), to: sink) { try await self.fetchImage(o.handle, name: o.name, fromBody: true) }
+            handOnInTask(name: Self.shownName(o), to: sink, leftovers: o.name.isEmpty ? nil : (leftovers, o.name)) {
+                try await self.fetchImage(o.handle, name: o.name, fromBody: true)
+            }
         }
         for t in shots.toPC {
             transfersInFlight.withLock { $0 += 1 }
@@ -511,12 +585,7 @@ extension CanonPTPSession {
 extension PTPVendorBase {
     /// The connection to the camera went or stopped answering (the camera still holds what was
     /// being read); a malformed answer is not that.
-    static func connectionBroke(_ e: any Error) -> Bool {
-        switch e as? PTPTransportError {
-        case .closed, .timeout: return true
-        default: return false
-        }
-    }
+    static func connectionBroke(_ e: any Error) -> Bool { ptpConnectionBroke(e) }
 
     /// An object by handle (ObjectInfo, then GetObject), checked against the size its ObjectInfo
     /// gives; named `name`, else its ObjectInfo file name, else `fallbackName`.
@@ -571,8 +640,17 @@ extension FujiPTPSession {
         // The card watch must not take these for shots on the body.
         knownHandles.withLock { $0?.formUnion(seen) }
         var images: [CameraImage] = []
-        for o in ready {
-            images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
+        for (i, o) in ready.enumerated() {
+            do {
+                images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
+            } catch let e where Self.connectionBroke(e) {
+                // On the card; the next session reads it (and the rest) by name.
+                for r in ready[i...] { leftovers.keep(.init(name: r.name, fromBody: false)) }
+                if images.isEmpty {
+                    throw CameraControlError.unavailable("the connection broke while \(o.name) was read (\(e)); it is on the card and is saved when the camera is back")
+                }
+                break
+            }
         }
         return images
     }

@@ -118,6 +118,8 @@ public final class PTPDriver: CameraDriver, Sendable {
     let canonCarryOver = CanonCarryOver()
     /// Nikon: shots a broken connection left in SDRAM (`PTPPendingShots`).
     let nikonPending = PTPPendingShots()
+    /// Card files of shots that a broken connection left unsaved (`PTPCardLeftovers`).
+    let cardLeftovers = PTPCardLeftovers()
     /// Card paths to object handles, from the last listing (`PTPCard.swift`).
     let cardHandles = Mutex(PTPCardHandles())
     /// The last listing, kept while it is young and nothing announced a change (paging through a
@@ -187,6 +189,9 @@ public final class PTPDriver: CameraDriver, Sendable {
             for h in leftInSDRAM {
                 await sink(.lost(name: shownName(handle: h, name: ""), reason: "livegate stopped before reading it again from the camera's memory"))
             }
+            for e in cardLeftovers.take() {
+                await sink(.lost(name: e.name, reason: "the connection broke while it was read and livegate stopped before reading it again; it is on the card"))
+            }
         }
     }
 
@@ -232,10 +237,12 @@ public final class PTPDriver: CameraDriver, Sendable {
             switch vendor {
             case .nikon: return NikonPTPSession(link: link, pending: nikonPending)
             case .sony: return SonyPTPSession(link: link)
-            case .canon: return CanonPTPSession(link: link, captureTarget: endpoint.captureTarget, carried: canonCarryOver)
+            case .canon:
+                return CanonPTPSession(link: link, captureTarget: endpoint.captureTarget, carried: canonCarryOver,
+                                       leftovers: cardLeftovers)
             case .fuji:
                 return FujiPTPSession(link: link, host: endpoint.host, eventPort: endpoint.eventPort,
-                                      liveViewPort: endpoint.liveViewPort, group: group)
+                                      liveViewPort: endpoint.liveViewPort, group: group, leftovers: cardLeftovers)
             }
         } catch {
             transport.close()

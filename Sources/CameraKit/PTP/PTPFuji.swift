@@ -33,8 +33,12 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
     static let clientState: UInt16 = 0xDF01
     static let appVersion: UInt16 = 0xDF24
 
+    /// Card files a broken connection left unsaved (the driver's, kept across sessions).
+    let leftovers: PTPCardLeftovers
+
     init(link: PTPLink, host: String,
-         eventPort: Int, liveViewPort: Int, group: any EventLoopGroup) {
+         eventPort: Int, liveViewPort: Int, group: any EventLoopGroup, leftovers: PTPCardLeftovers = PTPCardLeftovers()) {
+        self.leftovers = leftovers
         self.host = host
         self.eventPort = eventPort
         self.liveViewPort = liveViewPort
