@@ -26,6 +26,18 @@ import Testing
         gateway.captures(camera: "cam0").contains { $0.sha256 == sha }
     }
 
+    /// The card target, the first read of the shot cut off with the connection: the shot is read
+    /// by name from the card in the next session (`IndependentCameraChecks.brokenTransfer`).
+    @Test(.enabled(if: usable, "needs python3, ffmpeg and curl"))
+    func cardTargetShotWhoseTransferBrokeIsSavedWhole() async throws {
+        let dir = try temporaryDirectory("livegate-canon-card-broken")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await Self.camera(dir, ["--break-first-transfer"])
+        try await IndependentCameraChecks.with(camera, url: "canon://127.0.0.1:\(camera.port)", label: "canon-card-broken") { checks, cam in
+            if await checks.streams(cam) { try await checks.brokenTransfer(cam, captureSucceeds: false) }
+        }
+    }
+
     /// The card target: `IndependentCameraChecks` (a release, a body shot, the card).
     @Test(.enabled(if: usable, "needs python3, ffmpeg and curl"))
     func cardTargetReleaseAndBodyShot() async throws {

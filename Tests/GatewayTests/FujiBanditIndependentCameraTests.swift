@@ -49,7 +49,7 @@ import Testing
         ], portFlag: "--port", readyPrefix: "ready fuji=")
         let p = camera.port
         try await IndependentCameraChecks.with(camera, url: "fuji://127.0.0.1:\(p)?event=\(p + 1)&liveview=\(p + 2)", label: "fuji-broken") { checks, cam in
-            if await checks.streams(cam) { try await checks.brokenTransfer(cam) }
+            if await checks.streams(cam) { try await checks.brokenTransfer(cam, captureSucceeds: false) }
         }
     }
 
@@ -63,7 +63,7 @@ import Testing
         let mode = try await curlGet("http://127.0.0.1:\(camera.port)/api/2/settings/image", ["-X", "PUT"])
         #expect(mode.code == "200")
         try await IndependentCameraChecks.with(camera, url: "bandit://127.0.0.1:\(camera.port)?udp=0", label: "bandit-broken") { checks, cam in
-            if await checks.streams(cam) { try await checks.brokenTransfer(cam) }
+            if await checks.streams(cam) { try await checks.brokenTransfer(cam, captureSucceeds: true) }
         }
     }
 }

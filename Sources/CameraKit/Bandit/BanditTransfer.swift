@@ -44,11 +44,13 @@ final class BanditTransfer: Sendable {
         guard !fresh.isEmpty else { return [] }
         // The first announcements after a shutter livegate fired are that shutter's (the notes give
         // no way to tell them from a button press at the same moment).
-        if let w = waiting.withLock({ $0 }) {
+        // Added under the lock `close` takes: an id is either in the ids a capture took or for the sink.
+        let taken = waiting.withLock { w -> Bool in
+            guard let w else { return false }
             w.add(fresh)
-            return []
+            return true
         }
-        return fresh
+        return taken ? [] : fresh
     }
 
     /// Fetches photos shot on the body and hands them to the sink (a failed read: reported lost).
@@ -77,8 +79,14 @@ final class BanditTransfer: Sendable {
         return w
     }
 
-    /// Stops collecting: later announcements are body shots again.
-    func endShot(_ w: BanditShotWaiter) { waiting.withLock { if $0 === w { $0 = nil } } }
+    /// Stops collecting and returns what was collected: later announcements are body shots again.
+    @discardableResult
+    func endShot(_ w: BanditShotWaiter) -> [String] {
+        waiting.withLock { current -> [String] in
+            if current === w { current = nil }
+            return w.ids
+        }
+    }
 
     /// Reads the photos of a capture; one that cannot be read goes to the sink as lost (it is on
     /// the card), and the capture fails only when none could be read.
@@ -211,7 +219,17 @@ extension BanditDriver: StillCapturing {
             throw CameraControlError.unavailable("no backchannel: the Bandit announces its photos there")
         }
         let w = try transfer.beginShot()
-        defer { transfer.endShot(w) }
+        // Whatever the way out, photos collected and not taken by this capture go to the sink.
+        var handedOver = false
+        defer {
+            if !handedOver {
+                let orphans = transfer.endShot(w)
+                if !orphans.isEmpty {
+                    let rest = self.rest, transfer = self.transfer
+                    Task { await transfer.fetchForSink(orphans, rest: rest) }
+                }
+            }
+        }
         do {
             try await rest.call("POST", "record", body: ["recording_active": true])
         } catch CameraControlError.camera(let code, let message) where code == 409 || code == 503 {
@@ -225,7 +243,9 @@ extension BanditDriver: StillCapturing {
         switch await w.first(timeout: shotTimeout) {
         case .photos:
             await w.rest(expected: expected, quiet: .seconds(2))
-            return try await transfer.fetchShot(w.ids, rest: rest)
+            let ids = transfer.endShot(w)
+            handedOver = true
+            return try await transfer.fetchShot(ids, rest: rest)
         case .recordingStarted:
             recording = true
         case .nothing:

@@ -70,23 +70,29 @@ extension OlympusCGI {
 /// OI.Share bodies announce nothing, so the cheapest way to learn of a shot taken on the body is
 /// to look at the card: every 2 s while live view runs and a sink is installed, new files are
 /// fetched (each once) and handed on. The first look only learns what is already there. Captures
-/// of livegate's own pause the watch and claim their files.
+/// of livegate's own pause the watch and claim their files; a file a capture could not read is
+/// handed over (`unread`) and read by the following looks that reach the camera, at most
+/// `unreadAttempts` of them, then reported lost.
 final class OlympusCardWatch: Sendable {
     static let interval: Duration = .seconds(2)
+    static let unreadAttempts = 5
     private struct State {
         var sink: CameraImageSink?
         var known = Set<String>()
         var baseline = false
         var capturing = 0
+        var unread: [(entry: OlympusCardEntry, attempts: Int)] = []
     }
     private let state = Mutex(State())
 
     func setSink(_ s: @escaping CameraImageSink) { state.withLock { $0.sink = s } }
     func beginCapture() { state.withLock { $0.capturing += 1 } }
-    func endCapture(claiming paths: [String]) {
+    func endCapture(claiming paths: [String], unread: [OlympusCardEntry] = []) {
         state.withLock { s in
             s.capturing -= 1
             s.known.formUnion(paths)
+            s.known.formUnion(unread.map(\.path))
+            s.unread += unread.map { ($0, 0) }
         }
     }
 
@@ -116,6 +122,29 @@ final class OlympusCardWatch: Sendable {
                     await sink(.lost(name: f.name, reason: "\(error)"))
                 }
             }
+            await readUnread(cgi: cgi, listed: Set(files.map(\.path)), sink: sink)
+        }
+    }
+
+    /// The files livegate's captures could not read: tried once per look that reached the camera.
+    private func readUnread(cgi: OlympusCGI, listed: Set<String>, sink: CameraImageSink) async {
+        let todo = state.withLock { s -> [(entry: OlympusCardEntry, attempts: Int)] in
+            defer { s.unread.removeAll() }
+            return s.unread
+        }
+        for u in todo {
+            guard listed.contains(u.entry.path) else {
+                await sink(.lost(name: u.entry.name, reason: "it is no longer on the card"))
+                continue
+            }
+            do {
+                let bytes = try await cgi.download(u.entry)
+                await sink(.image(CameraImage(name: u.entry.name, bytes: bytes, fromBody: false)))
+            } catch where u.attempts + 1 < Self.unreadAttempts {
+                state.withLock { $0.unread.append((u.entry, u.attempts + 1)) }
+            } catch {
+                await sink(.lost(name: u.entry.name, reason: "\(error) (it is on the card)"))
+            }
         }
     }
 }
@@ -128,7 +157,8 @@ extension OlympusDriver: StillCapturing {
         guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
         cardWatch.beginCapture()
         var claimed: [String] = []
-        defer { cardWatch.endCapture(claiming: claimed) }
+        var unread: [OlympusCardEntry] = []
+        defer { cardWatch.endCapture(claiming: claimed, unread: unread) }
         let before = Set(try await cgi.cardFiles().map(\.path))
         let answer: String
         do {
@@ -154,7 +184,7 @@ extension OlympusDriver: StillCapturing {
         guard !fresh.isEmpty else {
             throw CameraControlError.camera(code: 0, message: "the shot was taken but no new file appeared on the card within 15 s")
         }
-        // A download that fails (retried) is left unclaimed: the card watch fetches it next.
+        // A download that fails (retried) goes to the card watch, which reads it on its next looks.
         var images: [CameraImage] = []
         var failed: [String] = []
         for f in fresh {
@@ -163,6 +193,7 @@ extension OlympusDriver: StillCapturing {
                 claimed.append(f.path)
             } catch {
                 failed.append("\(f.name): \(error)")
+                unread.append(f)
             }
         }
         guard !images.isEmpty else {

@@ -58,7 +58,12 @@ extension PTPDriver: StillCapturing {
         } else if let nikon = session as? NikonPTPSession, !nikon.isCapturing {
             await nikon.handOnLeftovers(to: sink)
             guard nikon.bodyEvents.due() else { return }
-            found = ((try? await nikon.objectsAddedOnTheCard()) ?? []).map { ($0, "") }
+            // Named now (one ObjectInfo each), so a read that a broken connection ends can be
+            // looked up by name in the next session.
+            for h in (try? await nikon.objectsAddedOnTheCard()) ?? [] {
+                let name = (try? await nikon.callOK(PTPOperation.getObjectInfo, [h]).data).flatMap { try? PTPObjectInfo($0) }?.name ?? ""
+                found.append((h, name))
+            }
             fetch = { h, _ in try await nikon.fetchImage(h, fromBody: true) }
         } else if let fuji = session as? FujiPTPSession, !fuji.isCapturing, fuji.cardWatch.due() {
             found = await fuji.newObjectsOnTheCard()
@@ -104,8 +109,8 @@ func handOnInTask(name: String, to sink: @escaping CameraImageSink, leftovers: (
     Task {
         do {
             await sink(.image(try await retrying { try await fetch() }))
-        } catch let e where leftovers != nil && ptpConnectionBroke(e) {
-            leftovers?.0.keep(.init(name: leftovers?.1 ?? name, fromBody: true))
+        } catch let e where leftovers.map({ ptpConnectionBroke(e) && $0.0.keep(.init(name: $0.1, fromBody: true)) }) ?? false {
+            // Kept for the next session.
         } catch {
             await sink(.lost(name: name, reason: "\(error)"))
         }
@@ -113,44 +118,95 @@ func handOnInTask(name: String, to sink: @escaping CameraImageSink, leftovers: (
 }
 
 /// Card files of shots whose read a broken connection ended. The camera will not announce them
-/// again, so the next session looks them up on the card by name (newest object first) and hands
-/// them on; one that is no longer on the card is reported lost, and what is still here when
-/// livegate stops is reported (it is on the card).
+/// again, so a later session looks them up on the card by name, among the newest `scanLimit`
+/// objects, at most once every 2 s, and hands them on; one not found there (or still unreadable
+/// after `maxAttempts` looks) is reported lost, and so is what is still kept when livegate stops
+/// (`close`; a read that ends after that reports its own loss: `keep` refuses).
 final class PTPCardLeftovers: Sendable {
     struct Entry: Sendable, Hashable {
         var name: String
         var fromBody: Bool
     }
-    private let entries = Mutex<[Entry]>([])
+    private struct State {
+        var entries: [Entry] = []
+        var attempts: [String: Int] = [:]
+        var closed = false
+    }
+    private let state = Mutex(State())
+    private let pace = PTPOncePer(.seconds(2))
+    static let scanLimit = 256
+    static let maxAttempts = 10
 
-    func keep(_ e: Entry) { entries.withLock { if !$0.contains(e) { $0.append(e) } } }
-    var isEmpty: Bool { entries.withLock { $0.isEmpty } }
-    func take() -> [Entry] { entries.withLock { v in defer { v.removeAll() }; return v } }
+    /// Keeps `e` for a later session; false once livegate stops (the caller reports it lost).
+    @discardableResult
+    func keep(_ e: Entry) -> Bool {
+        state.withLock { s in
+            guard !s.closed else { return false }
+            if !s.entries.contains(e) { s.entries.append(e) }
+            return true
+        }
+    }
+    var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }
 
-    /// Looks the files up on `base`'s card and hands them to `sink`; those a broken connection
-    /// stops again are kept for the session after.
+    /// Everything kept; nothing is kept from now on.
+    func close() -> [Entry] {
+        state.withLock { s in
+            s.closed = true
+            defer { s.entries.removeAll() }
+            return s.entries
+        }
+    }
+
+    /// Looks the files up on `base`'s card and hands them to `sink`; those the connection (or a busy
+    /// camera) keeps from being read are kept for a later look.
     func fetch(on base: PTPVendorBase, to sink: CameraImageSink) async {
-        var wanted = take()
+        guard pace.due() else { return }
+        let wanted = state.withLock { s -> [Entry] in
+            defer { s.entries.removeAll() }
+            return s.entries
+        }
         guard !wanted.isEmpty else { return }
+        var left = wanted
+        var gone: [Entry] = []
         do {
-            for h in try await base.objectHandles().sorted(by: >) where !wanted.isEmpty {
-                guard let data = try? await base.callOK(PTPOperation.getObjectInfo, [h]).data,
-                      let info = try? PTPObjectInfo(data), !info.isFolder,
-                      let i = wanted.firstIndex(where: { $0.name == info.name }) else { continue }
-                let e = wanted.remove(at: i)
+            for h in try await base.objectHandles().sorted(by: >).prefix(Self.scanLimit) where !left.isEmpty {
+                let info: PTPObjectInfo
                 do {
-                    await sink(.image(try await retrying { try await base.fetchImage(h, name: e.name, fromBody: e.fromBody) }))
-                } catch let err where ptpConnectionBroke(err) {
-                    wanted.append(e)
+                    info = try PTPObjectInfo(try await base.callOK(PTPOperation.getObjectInfo, [h]).data)
+                } catch let err where ptpConnectionBroke(err) || NikonPTPSession.busy(err) {
                     throw err
                 } catch {
+                    continue  // an object the camera cannot describe: not one of ours
+                }
+                guard !info.isFolder, let i = left.firstIndex(where: { $0.name == info.name }) else { continue }
+                let e = left[i]
+                do {
+                    await sink(.image(try await retrying { try await base.fetchImage(h, name: e.name, fromBody: e.fromBody) }))
+                    left.remove(at: i)
+                } catch let err where ptpConnectionBroke(err) || NikonPTPSession.busy(err) {
+                    throw err
+                } catch {
+                    left.remove(at: i)
                     await sink(.lost(name: e.name, reason: "\(error) (it is on the card)"))
                 }
             }
-            for e in wanted { await sink(.lost(name: e.name, reason: "it is no longer on the card")) }
+            gone = left
+            left = []
         } catch {
-            for e in wanted { keep(e) }
+            // Not read now: kept for the next look, up to `maxAttempts` looks.
+            let tooLong = state.withLock { s -> [Entry] in
+                var out: [Entry] = []
+                for e in left {
+                    s.attempts[e.name, default: 0] += 1
+                    if s.attempts[e.name, default: 0] >= Self.maxAttempts || s.closed { out.append(e) } else if !s.entries.contains(e) { s.entries.append(e) }
+                }
+                return out
+            }
+            for e in tooLong { await sink(.lost(name: e.name, reason: "it could not be read from the card (\(error)); it is on the card")) }
+            return
         }
+        for e in gone { await sink(.lost(name: e.name, reason: "it is not among the card's newest \(Self.scanLimit) objects any more")) }
+        state.withLock { s in for e in wanted { s.attempts[e.name] = nil } }
     }
 }
 
@@ -491,8 +547,11 @@ extension CanonPTPSession {
                 images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
             } catch let e where Self.connectionBroke(e) && !o.name.isEmpty {
                 // On the card; the next session reads it by name.
-                leftovers.keep(.init(name: o.name, fromBody: false))
-                broken = e
+                if leftovers.keep(.init(name: o.name, fromBody: false)) {
+                    broken = e
+                } else {
+                    lost.append((Self.shownName(o), "\(e) (it is on the card)"))
+                }
             } catch {
                 lost.append((Self.shownName(o), "\(error) (it is on the card)"))
             }

@@ -91,8 +91,17 @@ extension PTPDriver: CardBrowsing {
     public func file(at path: String) async throws -> CameraFile? {
         try await withCard { base in
             if let h = cardHandles.withLock({ $0.handle(path, in: base) }) {
-                if let data = try? await base.callOK(PTPOperation.getObjectInfo, [h]).data,
-                   let info = try? PTPObjectInfo(data), !info.isFolder, info.name == (path as NSString).lastPathComponent {
+                // A broken connection or a busy camera is an error now (not a reason to list the
+                // whole card); an answer that names another object, or none, means the listing is old.
+                let answer: PTPResult
+                do { answer = try await base.call(PTPOperation.getObjectInfo, [h]) } catch let e where ptpConnectionBroke(e) {
+                    throw CameraControlError.unavailable("\(e)")
+                }
+                guard answer.code != PTPResponse.deviceBusy else {
+                    throw CameraControlError.unavailable("the camera is busy; try again")
+                }
+                if answer.ok, let info = try? PTPObjectInfo(answer.data), !info.isFolder,
+                   info.name == (path as NSString).lastPathComponent {
                     return CameraFile(path: path, size: Int(info.size), date: info.date)
                 }
                 cardListing.invalidate()  // the listing is out of date

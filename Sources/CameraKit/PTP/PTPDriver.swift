@@ -132,7 +132,7 @@ public final class PTPDriver: CameraDriver, Sendable {
     private let sequence = Atomic<UInt64>(0)
     /// Events that change what the card lists: ObjectAdded, ObjectRemoved, StoreAdded,
     /// StoreRemoved, ObjectInfoChanged, StorageInfoChanged.
-    static let cardEvents: Set<UInt16> = [0x4002, 0x4003, 0x4004, 0x4005, 0x4007, 0x400A]
+    static let cardEvents: Set<UInt16> = [0x4002, 0x4003, 0x4004, 0x4005, 0x4007, 0x400C]
     /// Timeout of one transaction / connect step.
     public let requestTimeout: Duration = .seconds(3)
     /// No frame for this long ends the session (the camera keeps answering busy, or stopped pushing).
@@ -189,7 +189,7 @@ public final class PTPDriver: CameraDriver, Sendable {
             for h in leftInSDRAM {
                 await sink(.lost(name: shownName(handle: h, name: ""), reason: "livegate stopped before reading it again from the camera's memory"))
             }
-            for e in cardLeftovers.take() {
+            for e in cardLeftovers.close() {
                 await sink(.lost(name: e.name, reason: "the connection broke while it was read and livegate stopped before reading it again; it is on the card"))
             }
         }
