@@ -106,6 +106,11 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
     public func stop() async {
         current.withLock { $0.channel }?.close(promise: nil)
         await lifecycle.stop()
+        // Files of captures that could not be read yet: said loudly (they are on the card).
+        let (unread, sink) = cardWatch.closeUnread()
+        for f in unread {
+            await sink?(.lost(name: f.name, reason: "livegate stopped before reading it; it is on the card"))
+        }
     }
 
     // MARK: Session

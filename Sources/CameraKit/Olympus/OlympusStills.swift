@@ -87,6 +87,14 @@ final class OlympusCardWatch: Sendable {
 
     func setSink(_ s: @escaping CameraImageSink) { state.withLock { $0.sink = s } }
     func beginCapture() { state.withLock { $0.capturing += 1 } }
+    /// The files still unread and the sink (livegate stops: they are reported).
+    func closeUnread() -> ([OlympusCardEntry], CameraImageSink?) {
+        state.withLock { s in
+            defer { s.unread.removeAll() }
+            return (s.unread.map(\.entry), s.sink)
+        }
+    }
+
     func endCapture(claiming paths: [String], unread: [OlympusCardEntry] = []) {
         state.withLock { s in
             s.capturing -= 1
@@ -134,7 +142,12 @@ final class OlympusCardWatch: Sendable {
         }
         for u in todo {
             guard listed.contains(u.entry.path) else {
-                await sink(.lost(name: u.entry.name, reason: "it is no longer on the card"))
+                // The listing may predate the shot (a capture ended while this look was reading).
+                if u.attempts + 1 < Self.unreadAttempts {
+                    state.withLock { $0.unread.append((u.entry, u.attempts + 1)) }
+                } else {
+                    await sink(.lost(name: u.entry.name, reason: "it is no longer on the card"))
+                }
                 continue
             }
             do {

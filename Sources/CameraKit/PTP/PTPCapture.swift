@@ -14,7 +14,7 @@ extension PTPDriver: StillCapturing {
             if let canon = session as? CanonPTPSession {
                 return try await canon.release(autofocus: autofocus, bodySink: imageSink.withLock { $0 })
             }
-            if let fuji = session as? FujiPTPSession { return try await fuji.captureToCard() }
+            if let fuji = session as? FujiPTPSession { return try await fuji.captureToCard(bodySink: imageSink.withLock { $0 }) }
             if let sony = session as? SonyPTPSession {
                 return try await sony.captureToPC(autofocus: autofocus, bodySink: imageSink.withLock { $0 })
             }
@@ -666,7 +666,7 @@ extension FujiPTPSession {
     /// list is not read meanwhile. Fujifilm's event socket format is not
     /// known, so new files are found by comparing the lists, as a client does with a body that
     /// announces nothing. Autofocus follows the body's AF mode (its half-press is not documented).
-    func captureToCard() async throws -> [CameraImage] {
+    func captureToCard(bodySink: CameraImageSink? = nil) async throws -> [CameraImage] {
         stateCheck.withLock { $0.capturing += 1 }
         defer { stateCheck.withLock { $0.capturing -= 1 } }
         let before = Set(try await objectHandles())
@@ -698,18 +698,32 @@ extension FujiPTPSession {
         }
         // The card watch must not take these for shots on the body.
         knownHandles.withLock { $0?.formUnion(seen) }
+        // Every file of the shot is tried; what fails is said (`bodySink`), what came is answered.
         var images: [CameraImage] = []
+        var failures: [String] = []
         for (i, o) in ready.enumerated() {
             do {
                 images.append(try await retrying { try await self.fetchImage(o.handle, name: o.name, fromBody: false) })
             } catch let e where Self.connectionBroke(e) {
-                // On the card; the next session reads it (and the rest) by name.
-                for r in ready[i...] { leftovers.keep(.init(name: r.name, fromBody: false)) }
-                if images.isEmpty {
-                    throw CameraControlError.unavailable("the connection broke while \(o.name) was read (\(e)); it is on the card and is saved when the camera is back")
+                // On the card; the next session reads it (and the rest) by name. Once livegate
+                // stops nothing is kept: reported lost.
+                var kept = true
+                for r in ready[i...] where !leftovers.keep(.init(name: r.name, fromBody: false)) {
+                    kept = false
+                    await bodySink?(.lost(name: r.name, reason: "\(e) (it is on the card)"))
                 }
-                break
+                if images.isEmpty {
+                    throw CameraControlError.unavailable("the connection broke while \(o.name) was read (\(e)); it is on the card"
+                        + (kept ? " and is saved when the camera is back" : ""))
+                }
+                return images
+            } catch {
+                failures.append("\(o.name): \(error)")
+                await bodySink?(.lost(name: o.name, reason: "\(error) (it is on the card)"))
             }
+        }
+        if images.isEmpty, let first = failures.first {
+            throw CameraControlError.camera(code: 0, message: "the shot is on the card but could not be read: \(first)")
         }
         return images
     }
