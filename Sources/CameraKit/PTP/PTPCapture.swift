@@ -35,17 +35,9 @@ extension PTPDriver: StillCapturing {
     /// its GetEvent 0x90C7, asked at most once a second); each is fetched (retried) in a task of
     /// its own and handed to the sink, or reported lost. Nikon shots an earlier connection left
     /// half-read in SDRAM are fetched here first, in line.
-    static func isCapturing(_ s: any PTPVendorSession) -> Bool {
-        if let c = s as? CanonPTPSession { return c.isCapturing }
-        if let n = s as? NikonPTPSession { return n.isCapturing }
-        if let f = s as? FujiPTPSession { return f.isCapturing }
-        if let y = s as? SonyPTPSession { return y.isCapturing }
-        return false
-    }
-
     func transferShotsOnTheBody(_ session: any PTPVendorSession) async {
         guard let sink = imageSink.withLock({ $0 }) else { return }
-        if !cardLeftovers.isEmpty, let base = session as? PTPVendorBase, !Self.isCapturing(session) {
+        if !cardLeftovers.isEmpty, let base = session as? PTPVendorBase, !session.isCapturing {
             await cardLeftovers.fetch(on: base, to: sink)
         }
         var found: [(handle: UInt32, name: String)] = []
@@ -96,6 +88,12 @@ func ptpConnectionBroke(_ e: any Error) -> Bool {
     }
 }
 
+/// The camera answered DeviceBusy.
+func ptpDeviceBusy(_ e: any Error) -> Bool {
+    if case .camera(let code, _)? = e as? CameraControlError { return code == Int(PTPResponse.deviceBusy) }
+    return false
+}
+
 /// How a camera's object is named in reports: its file name, else its handle.
 func shownName(handle: UInt32, name: String) -> String {
     name.isEmpty ? "object 0x\(String(handle, radix: 16, uppercase: true))" : name
@@ -109,9 +107,10 @@ func handOnInTask(name: String, to sink: @escaping CameraImageSink, leftovers: (
     Task {
         do {
             await sink(.image(try await retrying { try await fetch() }))
-        } catch let e where leftovers.map({ ptpConnectionBroke(e) && $0.0.keep(.init(name: $0.1, fromBody: true)) }) ?? false {
-            // Kept for the next session.
         } catch {
+            if let (kept, file) = leftovers, ptpConnectionBroke(error), kept.keep(.init(name: file, fromBody: true)) {
+                return  // read by the next session
+            }
             await sink(.lost(name: name, reason: "\(error)"))
         }
     }
@@ -173,7 +172,7 @@ final class PTPCardLeftovers: Sendable {
                 let info: PTPObjectInfo
                 do {
                     info = try PTPObjectInfo(try await base.callOK(PTPOperation.getObjectInfo, [h]).data)
-                } catch let err where ptpConnectionBroke(err) || NikonPTPSession.busy(err) {
+                } catch let err where ptpConnectionBroke(err) || ptpDeviceBusy(err) {
                     throw err
                 } catch {
                     continue  // an object the camera cannot describe: not one of ours
@@ -183,7 +182,7 @@ final class PTPCardLeftovers: Sendable {
                 do {
                     await sink(.image(try await retrying { try await base.fetchImage(h, name: e.name, fromBody: e.fromBody) }))
                     left.remove(at: i)
-                } catch let err where ptpConnectionBroke(err) || NikonPTPSession.busy(err) {
+                } catch let err where ptpConnectionBroke(err) || ptpDeviceBusy(err) {
                     throw err
                 } catch {
                     left.remove(at: i)
@@ -358,7 +357,7 @@ extension NikonPTPSession {
         do {
             image = try await fetchImage(handle, fallbackName: "NIKON_SDRAM.JPG", fromBody: false)
         } catch {
-            if Self.connectionBroke(error) || Self.busy(error) || error is CancellationError { try carryOver(handle, error) }
+            if Self.connectionBroke(error) || ptpDeviceBusy(error) || error is CancellationError { try carryOver(handle, error) }
             do { _ = try await call(PTPOperation.deleteObject, [handle, 0]) } catch where Self.connectionBroke(error) {
                 try carryOver(handle, error)  // not freed: still the oldest picture there
             } catch {}
@@ -377,11 +376,6 @@ extension NikonPTPSession {
         throw PTPShotCarriedOver()
     }
 
-    /// The camera answered DeviceBusy.
-    static func busy(_ e: any Error) -> Bool {
-        if case .camera(let code, _)? = e as? CameraControlError { return code == Int(PTPResponse.deviceBusy) }
-        return false
-    }
 }
 
 /// True at most once per interval (asking a camera for shots on the body).

@@ -28,6 +28,8 @@ protocol PTPVendorSession: AnyObject, Sendable {
     func close()
     /// Events received on the event socket since the last call.
     func drainEvents() -> [PTPEventRecord]
+    /// True while a capture of livegate's own runs (what the camera announces is then its own).
+    var isCapturing: Bool { get }
 }
 
 /// What every vendor session is opened with: the transport, the body's DeviceInfo, the timeout of
