@@ -71,6 +71,21 @@ public final class DriverLifecycle: Sendable {
     /// session's task is cancelled).
     public func tick(_ interval: Duration) async throws { try await clock.sleep(for: interval) }
 
+    /// True once the camera streams, waiting up to `within` while it is between sessions (a live
+    /// view restarted after card work, a reconnect under way); false at once when it is stopped or
+    /// failed. For requests that arrive in such a gap: they wait for it instead of failing.
+    public func streaming(within: Duration) async -> Bool {
+        let by = ContinuousClock.now + within
+        while true {
+            switch state {
+            case .streaming: return true
+            case .stopped, .failed: return false
+            case .connecting, .reconnecting:
+                guard ContinuousClock.now < by, (try? await Task.sleep(for: .milliseconds(50))) != nil else { return false }
+            }
+        }
+    }
+
     /// The last session error, for diagnostics.
     public var lastError: String? { lastErrorBox.withLock { $0 } }
 

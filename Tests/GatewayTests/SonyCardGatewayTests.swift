@@ -42,7 +42,11 @@ import Testing
         #expect(emu.inContentsTransfer)
         let shot = try await gateway.capture(camera: cam, autofocus: false)
         #expect(shot.count == 1 && Array(FileManager.default.contents(atPath: shot.first?.path ?? "") ?? Data()) == emu.cardFile(shot.first?.cameraName ?? ""))
+        // The capture left Contents Transfer, so the live view is started again: a listing asked
+        // in that gap waits for it instead of answering "not connected".
+        #expect(await waitUntil(timeout: 5) { cam.driver.state != .streaming }, "the live view was not restarted")
         let relisted = try await curlGet("\(base)/api/v1/cameras/cam0/files")
+        #expect(relisted.code == "200")
         #expect(String(decoding: relisted.body, as: UTF8.self).contains("/100/\(shot.first?.cameraName ?? "?")"),
                 "\(String(decoding: relisted.body, as: UTF8.self).prefix(300))")
 

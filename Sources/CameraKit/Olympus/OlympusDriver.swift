@@ -46,7 +46,7 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
     private let logger: Logger
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 128 * 1024)
-    private let lifecycle: DriverLifecycle
+    let lifecycle: DriverLifecycle
     private let current = Mutex(Session())
 
     public init(endpoint: OlympusEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0, options: Options = Options(),

@@ -167,7 +167,7 @@ extension OlympusDriver: StillCapturing {
     /// half-press), then the new files that appear on the card are downloaded whole. Shots taken on
     /// the body are found by `OlympusCardWatch`.
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
-        guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        guard await lifecycle.streaming(within: .seconds(5)) else { throw CameraControlError.unavailable("camera not connected") }
         cardWatch.beginCapture()
         var claimed: [String] = []
         var unread: [OlympusCardEntry] = []

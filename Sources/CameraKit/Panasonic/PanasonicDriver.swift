@@ -31,7 +31,7 @@ public final class PanasonicDriver: CameraDriver, StorageReporting, Sendable {
 
     /// No frame for this long: re-issue `startstream`; for twice as long: reconnect.
     public let stallTimeout: Duration = .seconds(2)
-    private let lifecycle: DriverLifecycle
+    let lifecycle: DriverLifecycle
 
     public init(endpoint: PanasonicEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0,
                 timing: PanasonicTiming = .init(), logger: Logger) {

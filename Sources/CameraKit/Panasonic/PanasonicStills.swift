@@ -114,7 +114,7 @@ extension PanasonicDriver {
     /// pauses; the session loop brings record mode and the stream back `linger` after the last
     /// card operation.
     func withCard<T: Sendable>(linger: Duration = .seconds(3), _ body: () async throws -> T) async throws -> T {
-        guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        guard await lifecycle.streaming(within: .seconds(5)) else { throw CameraControlError.unavailable("camera not connected") }
         return try await playMode.run(linger: linger) {
             try await enterPlayMode()
             return try await body()
@@ -506,7 +506,7 @@ extension PanasonicDriver: StillCapturing {
     /// previous count are the shot's files (JPEG and RAW), fetched whole. Record mode and the live
     /// view come back right after.
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
-        guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        guard await lifecycle.streaming(within: .seconds(5)) else { throw CameraControlError.unavailable("camera not connected") }
         defer { card.listing.invalidate() }
         return try await playMode.run(linger: .zero) {
             var before = card.census

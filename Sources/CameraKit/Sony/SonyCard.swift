@@ -52,7 +52,10 @@ extension SonyDriver {
 
     /// Runs `body` with the camera in Contents Transfer, one card operation at a time.
     func withCard<T: Sendable>(linger: Duration = .seconds(3), _ body: () async throws -> T) async throws -> T {
-        guard state == .streaming || cardMode.inCardMode else { throw CameraControlError.unavailable("camera not connected") }
+        // Right after card work or a capture the live view is started again: wait for it.
+        if !cardMode.inCardMode, !(await lifecycle.streaming(within: .seconds(5))) {
+            throw CameraControlError.unavailable("camera not connected")
+        }
         return try await cardMode.run(linger: linger) {
             try await switchFunction(to: Self.contentsTransfer)
             return try await body()

@@ -16,7 +16,7 @@ public final class SonyDriver: CameraDriver, Sendable {
     let logger: Logger
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 256 * 1024)
-    private let lifecycle: DriverLifecycle
+    let lifecycle: DriverLifecycle
     private let channelBox = Mutex<(any Channel)?>(nil)
     let stills = SonyStills()
     /// Contents Transfer lent to card work, and the card as last listed (`SonyCard.swift`).

@@ -121,7 +121,7 @@ final class SonyStills: Sendable {
 
 extension SonyDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
-        guard state == .streaming else { throw CameraControlError.unavailable("camera not connected") }
+        guard await lifecycle.streaming(within: .seconds(5)) else { throw CameraControlError.unavailable("camera not connected") }
         if cardMode.isOpen {
             // The card is being shown (Contents Transfer): after the card work in progress, the
             // camera shoots again, then takes the picture.
