@@ -9,7 +9,7 @@ import Testing
 /// The card of PTP/IP cameras (standard operations, ptp.md §8.1) through the API, against the
 /// emulated Nikon, Canon and Fujifilm cards: listing with folder paths, downloads byte for byte (a
 /// 2.5 MB movie in 1 MiB GetPartialObject blocks, each download asking for its own object only),
-/// ranges, and Sony PTP refused with its reason.
+/// ranges, and a Sony's card in its contents-transfer mode.
 @Suite(.serialized) struct PTPFilesTests {
     static let curl = which("curl")
 
@@ -59,15 +59,57 @@ import Testing
         await emu.stop()
     }
 
-    @Test(.enabled(if: curl != nil, "needs curl"))
-    func sonyPTPSaysWhyItHasNoCard() async throws {
-        let gateway = try await startGateway(camera: "emulator:sony-ptp", label: "ptp-files")
+    /// A Sony's card over PTP (ptp.md §8.4, both readings): contents-transfer mode (0x9212 2,1,0)
+    /// is entered for the card work, in the ordinary session or — for a body that takes it only
+    /// there — in a session reopened with SDIO_OpenSession mode 2; listing and downloads byte for
+    /// byte; a capture while the card is shown leaves the mode first and is saved; the mode is left
+    /// (0x9212 2,0,0) once the card is idle and live view comes back.
+    @Test(.enabled(if: curl != nil, "needs curl"), arguments: [false, true])
+    func aSonyShowsItsCardInContentsTransfer(needsSDIOSession: Bool) async throws {
+        let emu = PTPEmulator(kind: .sony, fps: 15, source: try TestPatternSource(width: 320, height: 240),
+                              group: MultiThreadedEventLoopGroup.singleton, sonyTransferNeedsSDIOSession: needsSDIOSession)
+        _ = try await emu.start()
+        let captures = try temporaryDirectory("livegate-sony-ptp-card")
+        defer { try? FileManager.default.removeItem(at: captures) }
+        let gateway = try await startGateway(camera: emu.cameraURL, label: "ptp-files") { $0.capturesDirectory = captures.path }
         let (server, base) = try await startAPIServer(gateway)
         defer { server.cancel() }
-        let r = try await get("\(base)/api/v1/cameras/cam0/files")
-        #expect(r.code == "501" && String(decoding: r.body, as: UTF8.self).contains("contents-transfer"), "\(r.code)")
+        let cam = try #require(gateway.cameras.first)
+        #expect(await waitUntil(timeout: 15) { cam.driver.state == .streaming && cam.driver.stats.frames > 3 })
+
+        let list = try await get("\(base)/api/v1/cameras/cam0/files")
+        #expect(list.code == "200", "\(String(decoding: list.body, as: UTF8.self))")
+        let obj = try #require(try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])
+        let paths = ((obj["files"] as? [[String: Any]]) ?? []).compactMap { $0["path"] as? String }
+        #expect(paths == ["/DCIM/100MSDCF/DSC09001.JPG", "/DCIM/100MSDCF/DSC09002.JPG", "/DCIM/100MSDCF/DSC09003.JPG",
+                          "/DCIM/100MSDCF/DSC09004.MP4"], "\(paths)")
+        let modes = { emu.requests.filter { $0.code == 0x9212 }.map(\.params) }
+        #expect(modes().last == [2, 1, 0], "\(modes())")
+        let reopened = emu.requests.contains { $0.code == 0x9210 && $0.params == [1, 2] }
+        #expect(reopened == needsSDIOSession, "SDIO_OpenSession for transfer: \(reopened)")
+        for path in paths {
+            let want = try #require(emu.cardFile(path), "\(path) is not on the emulated card")
+            let got = try await get("\(base)/api/v1/cameras/cam0/files\(path)")
+            #expect(got.code == "200" && got.body == want, "\(path): \(got.code), \(got.body.count) of \(want.count) bytes")
+        }
+        let movie = try #require(emu.cardFile("/DCIM/100MSDCF/DSC09004.MP4"))
+        let part = try await get("\(base)/api/v1/cameras/cam0/files/DCIM/100MSDCF/DSC09004.MP4", ["-r", "2000000-2000999"])
+        #expect(part.code == "206" && part.body == Array(movie[2_000_000...2_000_999]))
+
+        // A capture while the card is shown: contents transfer is left, then the release is taken.
+        let shot = try await gateway.capture(camera: cam, autofocus: false)
+        #expect(shot.count == 1 && Array(FileManager.default.contents(atPath: shot.first?.path ?? "") ?? Data()) == emu.sonyShots.last)
+        #expect(modes().last == [2, 0, 0], "\(modes())")
+
+        // The card again, then idle: the mode is left and live view comes back.
+        #expect(try await get("\(base)/api/v1/cameras/cam0/files").code == "200")
+        #expect(modes().last == [2, 1, 0], "\(modes())")
+        #expect(await waitUntil(timeout: 15) { modes().last == [2, 0, 0] }, "contents transfer was not left: \(modes())")
+        let before = cam.driver.stats.frames
+        #expect(await waitUntil(timeout: 15) { cam.driver.stats.frames > before + 5 }, "live view did not come back")
         server.cancel()
         await gateway.stop()
+        await emu.stop()
     }
 
     /// A Nikon shot into SDRAM (ptp.md §8.2): the picture is saved byte for byte, SDRAM is freed, a

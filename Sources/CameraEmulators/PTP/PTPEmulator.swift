@@ -32,10 +32,12 @@ public final class PTPEmulator: CameraEmulator, Sendable {
     ///   - nikonUseEx: Nikon advertises and serves GetLiveViewImageEx 0x9428 (else only 0x9203, D600 layout).
     ///   - nikonExHeaderSize: 0x9428 header size (1024 ZR, 512 first Z bodies).
     ///   - fujiBody: which Fujifilm numbering and write path (`FujiEmulatedBody`).
+    ///   - sonyTransferNeedsSDIOSession: Sony takes contents transfer (its card) only in a session
+    ///     opened with SDIO_OpenSession mode 1 or 2.
     public init(kind: PTPEmulatorKind, host: String = "127.0.0.1", port: Int = 0, eventPort: Int = 0,
                 liveViewPort: Int = 0, fps: Double = 30, source: any EmulatorFrameSource, group: any EventLoopGroup,
                 nikonUseEx: Bool = true, nikonExHeaderSize: Int = 1024, fujiBody: FujiEmulatedBody = .xh1,
-                logger: Logger = Logger(label: "livegate.emulator.ptp")) {
+                sonyTransferNeedsSDIOSession: Bool = false, logger: Logger = Logger(label: "livegate.emulator.ptp")) {
         self.kind = kind
         self.host = host
         self.requestedPort = port
@@ -46,7 +48,8 @@ public final class PTPEmulator: CameraEmulator, Sendable {
         self.group = group
         self.logger = logger
         self.model = PTPEmulatorModel(kind: kind, source: source, fps: fps, nikonUseEx: nikonUseEx,
-                                      nikonExHeaderSize: nikonExHeaderSize, fujiBody: fujiBody)
+                                      nikonExHeaderSize: nikonExHeaderSize, fujiBody: fujiBody,
+                                      sonyTransferNeedsSDIOSession: sonyTransferNeedsSDIOSession)
     }
 
     public var vendor: String { kind.rawValue }

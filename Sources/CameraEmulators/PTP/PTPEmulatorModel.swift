@@ -78,6 +78,10 @@ final class PTPEmulatorModel: Sendable {
         /// every shot taken so far.
         var sonyMemory: [(name: String, bytes: [UInt8])] = []
         var sonyShots: [[UInt8]] = []
+        /// Sony: the function mode SDIO_OpenSession 0x9210 opened the session in (0 with
+        /// OpenSession), and when contents-transfer mode (0x9212) is on from (nil: off).
+        var sonySessionMode: UInt32 = 0
+        var sonyTransferFrom: UInt64?
         /// Events to push on the event socket after the next reply (code, params).
         var pushEvents: [(code: UInt16, params: [UInt32])] = []
     }
@@ -88,6 +92,9 @@ final class PTPEmulatorModel: Sendable {
     let nikonUseEx: Bool
     let nikonExHeaderSize: Int
     let fujiBody: FujiEmulatedBody
+    /// Sony: contents transfer only in a session opened with SDIO_OpenSession mode 1 or 2 (the
+    /// other reading of ptp.md §8.4); else in any session.
+    let sonyTransferNeedsSDIOSession: Bool
     let state: Mutex<State>
     let log = Mutex<[PTPRequestRecord]>([])
     /// Nikon whole-size AF space / Canon sensor size.
@@ -95,8 +102,9 @@ final class PTPEmulatorModel: Sendable {
     static let canonSensor = (w: 6000, h: 4000)
 
     init(kind: PTPEmulatorKind, source: any EmulatorFrameSource, fps: Double, nikonUseEx: Bool, nikonExHeaderSize: Int,
-         fujiBody: FujiEmulatedBody = .xh1) {
+         fujiBody: FujiEmulatedBody = .xh1, sonyTransferNeedsSDIOSession: Bool = false) {
         self.kind = kind
+        self.sonyTransferNeedsSDIOSession = sonyTransferNeedsSDIOSession
         self.fujiBody = fujiBody
         self.source = source
         self.intervalNanos = UInt64(1e9 / max(fps, 0.1))
@@ -128,7 +136,7 @@ final class PTPEmulatorModel: Sendable {
             version: "1-1.0.0", serial: "000000000001")
         case .sony:
             return PTPEmulatedDeviceInfo(vendorExtensionID: 0x06, vendorExtensionDesc: "Sony PTP Extensions",
-                                      operations: common + [0x9201, 0x9202, 0x9205, 0x9207, 0x9209],
+                                      operations: common + cardOps + [0x9201, 0x9202, 0x9205, 0x9207, 0x9209, 0x9210, 0x9212],
                                       events: [0xC201, 0xC203], properties: props, manufacturer: "Sony Corporation",
                                       model: "ILCE emulated", version: "1.00", serial: "00000001")
         case .fuji:
@@ -172,6 +180,8 @@ final class PTPEmulatorModel: Sendable {
                 PTPEmulatedProperty(code: 0xD21E, type: 6, value: 0x00FF_FFFF, allowed: [0x00FF_FFFF, 100, 200, 400, 800, 1600, 3200]),
                 PTPEmulatedProperty(code: 0xD25A, type: 2, value: 0, allowed: [0, 1]),
                 PTPEmulatedProperty(code: 0xD221, type: 2, value: 1, allowed: [], writable: false),
+                // ContentTransferEnable: 1 while the card can be read (contents transfer on).
+                PTPEmulatedProperty(code: 0xD295, type: 2, value: 0, allowed: [], writable: false),
                 // FocusFound (1 none, 2 focused) and ObjectInMemory (0x8000 + shots waiting).
                 PTPEmulatedProperty(code: 0xD213, type: 2, value: 1, allowed: [], writable: false),
                 PTPEmulatedProperty(code: 0xD215, type: 4, value: 0, allowed: [], writable: false),
@@ -237,6 +247,8 @@ final class PTPEmulatorModel: Sendable {
     func connectionLost() {
         state.withLock { s in
             s.sessionOpen = false
+            s.sonySessionMode = 0
+            s.sonyTransferFrom = nil
             s.lvOn = false
             s.sdioStage = 0
             s.eventMode = 0
@@ -285,6 +297,16 @@ final class PTPEmulatorModel: Sendable {
             return state.withLock { s in
                 if s.sessionOpen { return PTPReply(code: PTPResponse.sessionAlreadyOpened) }
                 s.sessionOpen = true
+                s.sonySessionMode = 0
+                return PTPReply(code: PTPResponse.ok)
+            }
+        case PTPOperation.sonySDIOOpenSession where kind == .sony:
+            // SDIO_OpenSession(session, function mode 0 remote / 1 transfer / 2 both).
+            return state.withLock { s in
+                if s.sessionOpen { return PTPReply(code: PTPResponse.sessionAlreadyOpened) }
+                guard params.count >= 2, params[1] <= 2 else { return PTPReply(code: PTPResponse.invalidParameter) }
+                s.sessionOpen = true
+                s.sonySessionMode = params[1]
                 return PTPReply(code: PTPResponse.ok)
             }
         case 0x1001:
@@ -326,17 +348,17 @@ final class PTPEmulatorModel: Sendable {
         case .nikon: ("100NIKON", "DSC_", "MOV")
         case .canon: ("100CANON", "IMG_", "MP4")
         case .fuji: ("100_FUJI", "DSCF", "MOV")
-        case .sony: ("100MSDCF", "DSC0", "MP4")
+        case .sony: ("100MSDCF", "DSC09", "MP4")  // DSC09001.JPG…: shots are DSC0nnnn.JPG
         }
         var out = [CardObject(handle: 0x1000_0001, parent: 0, name: "DCIM", format: 0x3001, bytes: []),
                    CardObject(handle: 0x1000_0002, parent: 0x1000_0001, name: folder, format: 0x3001, bytes: [])]
         for i in 0..<3 {
-            out.append(CardObject(handle: 0x1000_0003 + UInt32(i), parent: 0x1000_0002, name: "\(stem)000\(i + 1).JPG",
+            out.append(CardObject(handle: 0x1000_0003 + UInt32(i), parent: 0x1000_0002, name: "\(stem)\(kind == .sony ? "00" : "000")\(i + 1).JPG",
                                   format: 0x3801, bytes: source.frame(index: i).jpeg))
         }
         var g = UInt32(0x2545_F491)
         let clip = (0..<(2_500_000)).map { _ -> UInt8 in g ^= g << 13; g ^= g >> 17; g ^= g << 5; return UInt8(truncatingIfNeeded: g) }
-        out.append(CardObject(handle: 0x1000_0006, parent: 0x1000_0002, name: "\(stem)0004.\(movie)",
+        out.append(CardObject(handle: 0x1000_0006, parent: 0x1000_0002, name: "\(stem)\(kind == .sony ? "004" : "0004").\(movie)",
                               format: movie == "MOV" ? 0x300D : 0xB982, bytes: clip))
         return out
     }
@@ -538,8 +560,44 @@ final class PTPEmulatorModel: Sendable {
         return out
     }
 
+    /// Sony contents transfer is on (0x9212 took effect: 150 ms after it was asked).
+    private func sonyTransferOn(_ s: State) -> Bool {
+        s.sonyTransferFrom.map { MonotonicClock.nanos() >= $0 } ?? false
+    }
+
     private func sony(_ code: UInt16, _ params: [UInt32], _ data: [UInt8], _ p0: UInt32) -> PTPReply {
         if let r = standardProps(code, data, p0, sony: false) { return r }
+        let transferOn = state.withLock { sonyTransferOn($0) }
+        // The card (ptp.md §8.1) only in contents-transfer mode; StoreNotAvailable before.
+        let shotOrLiveView = p0 == Self.sonyShotHandle || p0 == PTPEvent.sonyLiveViewHandle
+        if [PTPOperation.getStorageIDs, PTPOperation.getObjectHandles].contains(code)
+            || ([PTPOperation.getObjectInfo, PTPOperation.getObject, PTPOperation.getPartialObject].contains(code) && !shotOrLiveView) {
+            guard transferOn else { return PTPReply(code: PTPResponse.storeNotAvailable) }
+            return cardOperation(code, params) ?? PTPReply(code: PTPResponse.invalidObjectHandle)
+        }
+        switch code {
+        case PTPOperation.sonySetContentsTransferMode:
+            // (2 = the PC chooses, 1 on / 0 off, 0).
+            guard params.count >= 2, params[0] == 1 || params[0] == 2, params[1] <= 1 else {
+                return PTPReply(code: PTPResponse.invalidParameter)
+            }
+            return state.withLock { s in
+                if sonyTransferNeedsSDIOSession && s.sonySessionMode == 0 { return PTPReply(code: PTPResponse.operationNotSupported) }
+                if params[1] == 1 {
+                    if s.sonyTransferFrom == nil { s.sonyTransferFrom = MonotonicClock.nanos() + 150_000_000 }
+                } else {
+                    s.sonyTransferFrom = nil
+                }
+                return PTPReply(code: PTPResponse.ok)
+            }
+        case 0x1009 where p0 == PTPEvent.sonyLiveViewHandle && transferOn,
+             0x1009 where p0 == PTPEvent.sonyLiveViewHandle && state.withLock({ $0.sonySessionMode == 1 }):
+            return PTPReply(code: PTPResponse.accessDenied)  // no live view while the card is shown
+        case 0x9207 where transferOn:
+            return PTPReply(code: PTPResponse.deviceBusy)
+        default:
+            break
+        }
         switch code {
         case 0x9201:
             state.withLock { s in s.sdioStage = max(s.sdioStage, Int(p0)) }
@@ -547,11 +605,13 @@ final class PTPEmulatorModel: Sendable {
         case 0x9202:
             var b: [UInt8] = []
             b.ptpU16(UInt16(truncatingIfNeeded: p0))
-            b.ptpU16Array([0x9201, 0x9202, 0x9205, 0x9207, 0x9209])
+            b.ptpU16Array([0x9201, 0x9202, 0x9205, 0x9207, 0x9209, 0x9210, 0x9212])
             b.ptpU16Array([0xC201, 0xC203])
             return PTPReply(code: PTPResponse.ok, data: b)
         case 0x9209:
             return state.withLock { s in
+                let on: Int64 = sonyTransferOn(s) ? 1 : 0
+                s.props[0xD295]?.value = on
                 let list = s.props.values.sorted { $0.code < $1.code }
                 var b: [UInt8] = []
                 b.ptpU64(UInt64(list.count))

@@ -16,6 +16,7 @@ extension PTPDriver: StillCapturing {
             }
             if let fuji = session as? FujiPTPSession { return try await fuji.captureToCard(bodySink: imageSink.withLock { $0 }) }
             if let sony = session as? SonyPTPSession {
+                await leaveSonyTransfer(sony)
                 return try await sony.captureToPC(autofocus: autofocus, bodySink: imageSink.withLock { $0 })
             }
         } catch let e as PTPTransportError {
@@ -60,7 +61,7 @@ extension PTPDriver: StillCapturing {
         } else if let fuji = session as? FujiPTPSession, !fuji.isCapturing, fuji.cardWatch.due() {
             found = await fuji.newObjectsOnTheCard()
             fetch = { h, n in try await fuji.fetchImage(h, name: n, fromBody: true) }
-        } else if let sony = session as? SonyPTPSession, !sony.isCapturing, sony.bodyShots.due() {
+        } else if let sony = session as? SonyPTPSession, !sony.isCapturing, !sonyCard.isOpen, sony.bodyShots.due() {
             // The body keeps no copy for the PC: each waiting shot is taken now, in order, on this
             // connection (the handle is always 0xFFFFC001, so they cannot be fetched in parallel).
             await sony.transferWaitingShots(to: sink)

@@ -129,9 +129,12 @@ extension PTPDriver: CardBrowsing {
     }
 
     /// Runs card operations on the open session (transport failures become `unavailable`).
-    private func withCard<T>(_ body: (PTPVendorBase) async throws -> T) async throws -> T {
+    private func withCard<T: Sendable>(_ body: (PTPVendorBase) async throws -> T) async throws -> T {
         guard let base = try current() as? PTPVendorBase else { throw CameraControlError.notSupported("the card") }
-        do { return try await body(base) } catch let e as PTPTransportError {
+        do {
+            if base is SonyPTPSession { return try await withSonyCard { try await body($0) } }
+            return try await body(base)
+        } catch let e as PTPTransportError {
             throw CameraControlError.unavailable("\(e)")
         }
     }

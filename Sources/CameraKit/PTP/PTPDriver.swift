@@ -109,7 +109,7 @@ public final class PTPDriver: CameraDriver, Sendable {
     public let stats = DriverStats()
     public let endpoint: PTPEndpoint
     private let group: any EventLoopGroup
-    private let logger: Logger
+    let logger: Logger
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 512 * 1024)
     private let lifecycle: DriverLifecycle
@@ -127,6 +127,11 @@ public final class PTPDriver: CameraDriver, Sendable {
     /// The last listing, kept while it is young and nothing announced a change (paging through a
     /// card of thousands of objects lists it once, not once per page).
     let cardListing = CardListing<CameraFile>(lifetime: .seconds(10))
+    /// Sony: card work holds the body's contents-transfer mode (`PTPSonyCard.swift`).
+    let sonyCard = CardModeLease()
+    /// Sony: how sessions are opened (a body that shows its card only in a session opened for
+    /// transfer gets such sessions from then on).
+    let sonyOpening = Mutex(SonyOpening.plain)
     private let vendorBox: Mutex<PTPVendor?>
     private let deviceInfoBox = Mutex<PTPDeviceInfo?>(nil)
     private let busyCount = Mutex(0)
@@ -169,7 +174,10 @@ public final class PTPDriver: CameraDriver, Sendable {
     public func start(hub: FrameHub) {
         let publisher = FramePublisher(hub: hub, pool: pool, stats: stats, cameraIndex: cameraIndex)
         lifecycle.start(session: { [self] in try await self.session(publisher: publisher) },
-                        afterSession: { [self] in takeSession()?.close() })
+                        afterSession: { [self] in
+                            takeSession()?.close()
+                            sonyCard.left()  // the body leaves contents transfer with the session
+                        })
     }
 
     public func stop() async {
@@ -216,14 +224,27 @@ public final class PTPDriver: CameraDriver, Sendable {
                                                          timeout: requestTimeout)
         }
         do {
-            var r = try await transport.transact(PTPOperation.openSession, [1], dataOut: nil, timeout: requestTimeout)
-            var sessionID: UInt32 = 1
-            while r.code == PTPResponse.invalidTransactionID && sessionID < 10 {
-                sessionID += 1
-                r = try await transport.transact(PTPOperation.openSession, [sessionID], dataOut: nil, timeout: requestTimeout)
+            // A Sony that shows its card only in a session opened for transfer: SDIO_OpenSession
+            // in mode 2 (remote control with transfer), else the ordinary session.
+            var openedForTransfer = false
+            if vendorBox.withLock({ $0 }) == .sony, sonyOpening.withLock({ $0 }) == .forTransfer {
+                let r = try await transport.transact(PTPOperation.sonySDIOOpenSession, [1, 2], dataOut: nil, timeout: requestTimeout)
+                openedForTransfer = r.ok
+                if !r.ok {
+                    logger.warning("ptp \(endpoint): the camera refused a session for transfer (0x\(String(r.code, radix: 16))); its card stays out of reach")
+                    sonyOpening.withLock { $0 = .transferRefused }
+                }
             }
-            guard r.ok || r.code == PTPResponse.sessionAlreadyOpened else {
-                throw CameraControlError.ptp(r.code, op: PTPOperation.openSession)
+            if !openedForTransfer {
+                var r = try await transport.transact(PTPOperation.openSession, [1], dataOut: nil, timeout: requestTimeout)
+                var sessionID: UInt32 = 1
+                while r.code == PTPResponse.invalidTransactionID && sessionID < 10 {
+                    sessionID += 1
+                    r = try await transport.transact(PTPOperation.openSession, [sessionID], dataOut: nil, timeout: requestTimeout)
+                }
+                guard r.ok || r.code == PTPResponse.sessionAlreadyOpened else {
+                    throw CameraControlError.ptp(r.code, op: PTPOperation.openSession)
+                }
             }
             let di = try await transport.transact(PTPOperation.getDeviceInfo, [], dataOut: nil, timeout: requestTimeout)
             let info = di.ok ? PTPDeviceInfo.parse(di.data) : PTPDeviceInfo()
@@ -238,7 +259,7 @@ public final class PTPDriver: CameraDriver, Sendable {
             let link = PTPLink(transport: transport, info: info, timeout: requestTimeout, logger: logger, stats: stats)
             switch vendor {
             case .nikon: return NikonPTPSession(link: link, pending: nikonPending)
-            case .sony: return SonyPTPSession(link: link)
+            case .sony: return SonyPTPSession(link: link, openedForTransfer: openedForTransfer)
             case .canon:
                 return CanonPTPSession(link: link, captureTarget: endpoint.captureTarget, carried: canonCarryOver,
                                        leftovers: cardLeftovers)
@@ -300,7 +321,16 @@ public final class PTPDriver: CameraDriver, Sendable {
                 let cap: UInt64 = now - lastFrame > 500_000_000 ? 50_000_000 : 8_000_000
                 busyDelay = min(busyDelay * 3 / 2, cap)
             }
-            if now - lastFrame > stallNanos {
+            if let sony = s as? SonyPTPSession, sonyCard.isOpen {
+                // Card work holds contents transfer, where the body may send no live view.
+                lastFrame = now
+                if sonyCard.shouldClose {
+                    await sonyCard.closeIfIdle {
+                        await sony.leaveContentsTransfer()
+                        sonyCard.left()
+                    }
+                }
+            } else if now - lastFrame > stallNanos {
                 throw PTPTransportError.timeout("no live-view frame for \((now - lastFrame) / 1_000_000) ms")
             }
         }

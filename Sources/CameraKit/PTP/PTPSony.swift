@@ -8,8 +8,15 @@ import Logging
 /// Properties through SDIO_GetAllExtDevicePropInfo 0x9209 and SDIO_SetExtDevicePropValue 0x9205.
 final class SonyPTPSession: PTPVendorBase, PTPVendorSession {
     let link: PTPLink
+    /// Opened with SDIO_OpenSession in "remote control with transfer" mode (`PTPSonyCard.swift`).
+    let openedForTransfer: Bool
+    /// Contents-transfer mode is on (the card can be read; live view and releases may pause).
+    let transferOn = Mutex(false)
 
-    init(link: PTPLink) { self.link = link }
+    init(link: PTPLink, openedForTransfer: Bool = false) {
+        self.link = link
+        self.openedForTransfer = openedForTransfer
+    }
     /// Captures of ours in progress, and when ObjectInMemory was last read for body shots (`PTPCapture.swift`).
     let capturing = Mutex(0)
     let bodyShots = PTPOncePer(.seconds(1))

@@ -51,6 +51,7 @@ public enum PTPOperation {
     public static let sonySDIOControlDevice: UInt16 = 0x9207
     public static let sonySDIOGetAllExtDevicePropInfo: UInt16 = 0x9209
     public static let sonySDIOOpenSession: UInt16 = 0x9210
+    public static let sonySetContentsTransferMode: UInt16 = 0x9212
     // Olympus
     public static let olympusGetLiveViewImage: UInt16 = 0x9484
 }
@@ -65,6 +66,7 @@ public enum PTPResponse {
     public static let invalidObjectHandle: UInt16 = 0x2009
     public static let devicePropNotSupported: UInt16 = 0x200A
     public static let accessDenied: UInt16 = 0x200F
+    public static let storeNotAvailable: UInt16 = 0x2013
     public static let deviceBusy: UInt16 = 0x2019
     public static let invalidDevicePropValue: UInt16 = 0x201C
     public static let invalidParameter: UInt16 = 0x201D

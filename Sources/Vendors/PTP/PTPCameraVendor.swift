@@ -50,7 +50,7 @@ public struct PTPCameraVendor: CameraVendor {
         case .canon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .generic: return [.liveView, .afAreas, .touchAF, .events, .files]
         case .fuji: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
-        case .sonyPTP: return [.liveView, .afAreas, .events, .shutter, .transfer]
+        case .sonyPTP: return [.liveView, .afAreas, .events, .files, .shutter, .transfer]
         }
     }
 
@@ -95,9 +95,6 @@ public struct PTPCameraVendor: CameraVendor {
 
     public func unsupportedReason(_ capability: CameraCapabilities) -> String {
         if capability == .touchAF && dialect == .sonyPTP { return "touch-AF over Sony PTP/IP: no operation is known" }
-        if capability == .files && dialect == .sonyPTP {
-            return "the card over Sony PTP/IP needs its contents-transfer mode, whose details are not known"
-        }
         return genericUnsupportedReason(capability)
     }
 }
