@@ -123,7 +123,7 @@ public enum ControlAPI {
             guard x >= 0, y >= 0, x <= Double(size.width), y <= Double(size.height) else {
                 throw APIError(.badRequest, "point (\(x), \(y)) is outside the \(size.width)x\(size.height) image")
             }
-            try await mapErrors { try await cam.driver.touchFocus(x: x, y: y, imageWidth: size.width, imageHeight: size.height) }
+            try await mapErrors(unsupported: .notImplemented) { try await cam.driver.touchFocus(x: x, y: y, imageWidth: size.width, imageHeight: size.height) }
             return json(FocusResult(x: x, y: y))
         }
         router.post("/api/v1/cameras/:id/capture") { request, context in
@@ -134,7 +134,7 @@ public enum ControlAPI {
                 let body = try await readJSON(request, as: CaptureRequest.self, "\"autofocus\" must be true or false")
                 autofocus = body.autofocus ?? false
             }
-            let files = try await mapErrors { try await model.capture(camera: cam, autofocus: autofocus) }
+            let files = try await mapErrors(unsupported: .notImplemented) { try await model.capture(camera: cam, autofocus: autofocus) }
             return json(SavedFileList(files: files.map(\.api)))
         }
         router.get("/api/v1/cameras/:id/captures") { _, context in
@@ -354,7 +354,10 @@ public enum ControlAPI {
         }
     }
 
-    static func mapErrors<T>(_ body: () async throws -> T) async throws -> T {
+    /// A camera's refusals as API errors. What the camera turns out not to support is a bad request
+    /// for a property (400), and 501 for what a body lacks as a whole (`unsupported`: its card,
+    /// its shutter, touch-AF).
+    static func mapErrors<T>(unsupported: HTTPResponse.Status = .badRequest, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let e as CameraControlError {
@@ -362,7 +365,7 @@ public enum ControlAPI {
             case .invalidValue(let p, let v, let valid):
                 throw APIError(.badRequest, "\(p.rawValue): '\(v)' is not offered by the camera", valid: valid)
             case .notSupported(let what):
-                throw APIError(.badRequest, "not supported by this camera: \(what)")
+                throw APIError(unsupported, "not supported by this camera: \(what)")
             case .camera(let code, let message):
                 throw APIError(.badGateway, "camera refused: \(message)", cameraCode: code)
             case .unavailable(let why):

@@ -17,17 +17,17 @@ extension ControlAPI {
             let (_, card) = try browsing(context, model)
             let offset = try queryInt(request, "offset", default: 0, range: 0...Int.max)
             let limit = try queryInt(request, "limit", default: 100, range: 1...1000)
-            let all = try await mapErrors { try await card.listFiles() }.sorted { $0.path < $1.path }
+            let all = try await mapErrors(unsupported: .notImplemented) { try await card.listFiles() }.sorted { $0.path < $1.path }
             let page = all.dropFirst(offset).prefix(limit)
             return json(CardFileList(total: all.count, offset: offset, limit: limit, files: page.map(cardFile)))
         }
         router.get("/api/v1/cameras/:id/files/**") { request, context in
             let (cam, card) = try browsing(context, model)
             let path = try cardPath(context.parameters.getCatchAll())
-            guard let listed = try await mapErrors({ try await card.file(at: path) }) else {
+            guard let listed = try await mapErrors(unsupported: .notImplemented, { try await card.file(at: path) }) else {
                 throw APIError(.notFound, "\(cam.id) has no file \(path)")
             }
-            let file = try await mapErrors { try await card.resolve(listed) }
+            let file = try await mapErrors(unsupported: .notImplemented) { try await card.resolve(listed) }
             var headers: HTTPFields = [.contentType: file.contentType]
             let shownName = file.name.map { $0 == "\"" || $0 == "\\" || $0.isNewline ? "_" : $0 }
             headers[.contentDisposition] = "attachment; filename=\"\(String(shownName))\""
@@ -76,10 +76,10 @@ extension ControlAPI {
             let (cam, card) = try browsing(context, model)
             guard card.hasThumbnails else { throw APIError(.notImplemented, "\(cam.id) makes no thumbnails; download the file") }
             let path = try cardPath(context.parameters.getCatchAll())
-            guard let file = try await mapErrors({ try await card.file(at: path) }) else {
+            guard let file = try await mapErrors(unsupported: .notImplemented, { try await card.file(at: path) }) else {
                 throw APIError(.notFound, "\(cam.id) has no file \(path)")
             }
-            let bytes = try await mapErrors { try await card.thumbnail(of: file) }
+            let bytes = try await mapErrors(unsupported: .notImplemented) { try await card.thumbnail(of: file) }
             guard JPEGScanner.hasSOI(bytes, at: bytes.startIndex) else {
                 throw APIError(.badGateway, "\(cam.id) sent no JPEG as the thumbnail of \(path)")
             }

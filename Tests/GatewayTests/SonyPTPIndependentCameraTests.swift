@@ -112,21 +112,92 @@ import Testing
         await camera.stop()
     }
 
+    /// The camera's shots log in the `ev` words `IndependentCameraChecks` reads: a card file is
+    /// `card`, a shot `captured` or `body_shot` (its copy on the card is that same shot).
+    static let translate: @Sendable ([String: Any]) -> [String: Any]? = { line in
+        var o = line
+        switch line["ev"] as? String {
+        case "captured": o["ev"] = line["origin"] as? String == "body" ? "body_shot" : "captured"
+        case "card" where line["origin"] as? String == "card": break
+        default: return nil
+        }
+        return o
+    }
+
     /// A remote shot and a shot with the body's button, saved byte for byte against the camera's
-    /// log, each an event; live view going on (livegate shows no Sony PTP card).
+    /// log, each an event; the card (in the camera's contents-transfer mode, switched inside the
+    /// session) listed whole with both shots on it, every file and a range read byte for byte;
+    /// live view going on.
     @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg and curl"))
-    func captureAndBodyShot() async throws {
+    func captureBodyShotAndCard() async throws {
         let dir = try temporaryDirectory("livegate-sony-ptp-capture")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let camera = try await Self.camera(dir)
+        let camera = try await Self.camera(dir, ["--card", "--shots-on-card"])
         try await IndependentCameraChecks.with(camera, url: "sony-ptp://127.0.0.1:\(camera.port)", label: "sony-ptp-capture",
-                                               objectsLog: "shots.jsonl", translate: { line in
-            guard line["ev"] as? String == "captured" else { return nil }
-            var o = line
-            o["ev"] = line["origin"] as? String == "body" ? "body_shot" : "captured"
-            return o
-        }) { checks, cam in
-            if await checks.streams(cam) { try await checks.run(cam, card: false) }
+                                               objectsLog: "shots.jsonl", translate: Self.translate) { checks, cam in
+            if await checks.streams(cam) { try await checks.run(cam) }
+        }
+        let modes = camera.requests.filter { $0["ev"] as? String == "op" && $0["code"] as? String == "0x9212" }
+            .compactMap { $0["params"] as? [Int] }
+        #expect(modes.first == [2, 1, 0], "contents transfer was asked as \(modes)")
+    }
+
+    /// The other reading of the notes: a body that takes contents transfer only in a session opened
+    /// with SDIO_OpenSession for transfer. livegate reconnects in such a session (mode 2), lists
+    /// the card, reads files byte for byte, and the live view runs in that session again.
+    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg and curl"))
+    func aBodyThatShowsItsCardOnlyInATransferSession() async throws {
+        let dir = try temporaryDirectory("livegate-sony-ptp-sdio")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await Self.camera(dir, ["--card", "--transfer-session", "sdio", "--card-files", "300"])
+        try await IndependentCameraChecks.with(camera, url: "sony-ptp://127.0.0.1:\(camera.port)", label: "sony-ptp-sdio",
+                                               objectsLog: "shots.jsonl", translate: Self.translate) { checks, cam in
+            guard await checks.streams(cam) else { return }
+            let list = try await curlGet("\(checks.base)/api/v1/cameras/cam0/files?limit=1000")
+            let files = (try? JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])?["files"] as? [[String: Any]] ?? []
+            let onCard = checks.objects(["card"])
+            #expect(list.code == "200" && files.count == onCard.count && onCard.count == 304,
+                    "\(list.code): \(files.count) listed of \(onCard.count): \(String(decoding: list.body.prefix(300), as: UTF8.self))")
+            let opened = camera.requests.filter { $0["ev"] as? String == "op" && $0["code"] as? String == "0x9210" }
+                .compactMap { $0["params"] as? [Int] }
+            #expect(opened.contains { $0.count >= 2 && $0[1] == 2 }, "no session opened for transfer: \(opened)")
+            for want in onCard.prefix(5) + onCard.suffix(2) {
+                guard let path = want["path"] as? String else { continue }
+                let got = try await curlGet("\(checks.base)/api/v1/cameras/cam0/files\(path)")
+                #expect(got.code == "200" && SHA256.hex(got.body) == want["sha256"] as? String, "\(path): \(got.code) \(got.body.count) bytes")
+            }
+            let frames = cam.driver.stats.frames
+            #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view did not come back")
+        }
+    }
+
+    /// The camera drops its connections half-way through the first read of a card file: that
+    /// download fails (never a short file passed off as whole), the next one is whole, and live
+    /// view comes back.
+    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg and curl"))
+    func aCardReadCutHalfWay() async throws {
+        let dir = try temporaryDirectory("livegate-sony-ptp-cardbreak")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let camera = try await Self.camera(dir, ["--card", "--break-card-read-once"])
+        try await IndependentCameraChecks.with(camera, url: "sony-ptp://127.0.0.1:\(camera.port)", label: "sony-ptp-cardbreak",
+                                               objectsLog: "shots.jsonl", translate: Self.translate) { checks, cam in
+            guard await checks.streams(cam) else { return }
+            let movie = try #require(checks.objects(["card"]).first { ($0["name"] as? String)?.hasSuffix(".MP4") == true })
+            let path = try #require(movie["path"] as? String)
+            let cut = try await curlGet("\(checks.base)/api/v1/cameras/cam0/files\(path)")
+            #expect(SHA256.hex(cut.body) != movie["sha256"] as? String, "the cut read was passed off as whole")
+            #expect(PythonCamera.lines(dir.appendingPathComponent("shots.jsonl")).contains { $0["ev"] as? String == "broken_card_read" })
+            // Once the camera is back, the same file whole.
+            #expect(await waitUntil(timeout: 30) { cam.driver.state == .streaming })
+            var whole: (code: String, body: [UInt8]) = ("", [])
+            for _ in 0..<10 {
+                whole = try await curlGet("\(checks.base)/api/v1/cameras/cam0/files\(path)")
+                if whole.code == "200" { break }
+                try await Task.sleep(for: .seconds(1))
+            }
+            #expect(whole.code == "200" && SHA256.hex(whole.body) == movie["sha256"] as? String, "\(whole.code) \(whole.body.count) bytes")
+            let frames = cam.driver.stats.frames
+            #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view did not come back")
         }
     }
 

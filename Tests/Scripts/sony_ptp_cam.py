@@ -4,8 +4,13 @@
 Clean-room: written only from ../shared/protocols/ptp.md (sections 1, 2.3, 3,
 6, 7, 8.1, 8.4) and ../shared/protocols/sony.md section 4 ("the notes"),
 without looking at livegate's own PTP/Sony code or any emulator.  Section
-numbers below are "ptp §N" / "sony §N".  Python 3.11 standard library only;
-`ffmpeg` is run once at start-up to make the live-view JPEGs and the stills.
+numbers below are "ptp §N" / "sony §N".  The card (--card) also uses a few
+facts relayed from public descriptions of Sony's "Remote Control with
+Transfer Mode" ("the transfer facts": 0x9212's three parameters and values,
+property 0xD295 ContentTransferEnable, 0x2013 before enabling, and the two
+readings of when 0x9212 is allowed); see "Card" below.  Python 3.11
+standard library only; `ffmpeg` is run once at start-up to make the
+live-view JPEGs and the stills (with --card also the 160x120 thumbnails).
 
     python3 Tests/Scripts/sony_ptp_cam.py --port P [--host 127.0.0.1]
         [--size 640x360] [--frames 30] [--still-size 1616x1080]
@@ -17,7 +22,11 @@ numbers below are "ptp §N" / "sony §N".  Python 3.11 standard library only;
         [--connect-data N] [--devinfo-vendor setup|all|none]
         [--strict-set-ops] [--focus-mode-code 0x500A]
         [--empty-shot invalid|drop] [--break-transfer-once]
-        [--chunk BYTES] [--empty-end] [--help-choices]
+        [--chunk BYTES] [--empty-end]
+        [--card [--card-files N] [--shots-on-card] [--transfer-session any|sdio]
+         [--transfer-enable-ms 200] [--hidden-card unavailable|empty]
+         [--lv-during-transfer off|on] [--break-card-read-once]]
+        [--help-choices]
 
 `--port 0` picks a free port.  Prints `ready ptp=P` on stdout once it listens
 (command and event connections both use that one port, ptp §1.1).  Runs until
@@ -49,13 +58,15 @@ Session (ptp §1.2, §6): before a session every op except 0x1001, 0x1002 and
   0x9210 -> 0x2003; an op this camera does not know -> 0x2005 (checked first);
   OpenSession while open -> 0x201E; SessionID 0 / missing -> 0x201D; a handler
   bug -> 0x2002 (logged).  CloseSession or losing the command connection ends
-  the session: setup state, live view, S1/S2 button state are reset (CHOICE).
+  the session: setup state, live view, S1/S2 button state (and with --card
+  transfer mode) are reset (CHOICE).
   Shots waiting in the camera (0xFFFFC001) survive sessions and clients.
 
 DeviceInfo (ptp §1.5): StandardVersion 100, VendorExtensionID 6 (ptp §1.5:
   "Fuji/Sony bodies often report 6 and are recognised by Manufacturer
   string"), VendorExtensionVersion 100, VendorExtensionDesc "" (CHOICE),
-  FunctionalMode 0, CaptureFormats [0x3801], ImageFormats [0x3801],
+  FunctionalMode 0, CaptureFormats [0x3801], ImageFormats [0x3801] (with
+  --card [0x3001, 0x3801, 0xB982] - CHOICE),
   Manufacturer "Sony Corporation", Model --model ("ILCE-7M3" = Alpha 7 III,
   named in sony §0), DeviceVersion "3.01", SerialNumber "01234567".
   Which codes DeviceInfo lists (CHOICE, --devinfo-vendor): the notes say
@@ -64,7 +75,9 @@ DeviceInfo (ptp §1.5): StandardVersion 100, VendorExtensionID 6 (ptp §1.5:
   standard ops below plus only 0x9201, 0x9202, 0x9210, no events, and only the
   standard-coded properties (0x5005 0x5007 0x500A 0x500E 0x5010); `all` lists
   every op/event/property; `none` lists no vendor code at all.  Ops are
-  answered whether listed or not.
+  answered whether listed or not.  With --card the standard ops 0x100A and
+  0x101B are added in all three modes, and with --shots-on-card the standard
+  event 0x4002 too (standard codes, listed like the standard ops - CHOICE).
   Operations: 0x1001 GetDeviceInfo, 0x1002 OpenSession, 0x1003 CloseSession,
   0x1004 GetStorageIDs, 0x1005 GetStorageInfo, 0x1007 GetObjectHandles,
   0x1008 GetObjectInfo, 0x1009 GetObject, 0x1014 GetDevicePropDesc,
@@ -73,8 +86,10 @@ DeviceInfo (ptp §1.5): StandardVersion 100, VendorExtensionID 6 (ptp §1.5:
   0x9201 SDIO_Connect, 0x9202 SDIO_GetExtDeviceInfo, 0x9205
   SDIO_SetExtDevicePropValue, 0x9207 SDIO_ControlDevice, 0x9209
   SDIO_GetAllExtDevicePropInfo, 0x9210 SDIO_OpenSession, 0x9212
-  SetContentsTransferMode, 0x9280, 0x9281.  Not offered (0x2005): 0x1016,
-  0x101B, 0x9211 SDIO_GetPartialLargeObject (notes give no parameters).
+  SetContentsTransferMode, 0x9280, 0x9281; with --card also 0x100A GetThumb
+  and 0x101B GetPartialObject.  Not offered (0x2005): 0x1016, 0x100B
+  DeleteObject, 0x9211 SDIO_GetPartialLargeObject (notes give no parameters),
+  and without --card 0x100A and 0x101B.
 
 Sony setup (ptp §2.3, sony §4.1):
   * 0x9201 SDIO_Connect(p1, 0, 0): p1 1, 2, 3 -> OK (any order, repeats
@@ -96,9 +111,13 @@ Sony setup (ptp §2.3, sony §4.1):
     §3).  All properties AND the control codes are included (controls: u16,
     rw, current = button state 1 up / 2 down, enum [1, 2]) - CHOICE.
   * 0x9210 SDIO_OpenSession(p1 session, p2 function mode 0/1/2): opens the
-    session like 0x1002 (same errors) and records the mode; the mode changes
-    nothing (CHOICE).  0x9212 SetContentsTransferMode(params logged) -> OK, no
-    effect (CHOICE, ptp §8.4: details UNCONFIRMED).
+    session like 0x1002 (same errors) and records the mode (any p2 value is
+    accepted).  Without --card, and with --transfer-session any, the mode
+    changes nothing (CHOICE); with --card --transfer-session sdio it decides
+    whether 0x9212 is allowed and mode 1 refuses live view and releases (see
+    Card).  0x9212 SetContentsTransferMode without --card: params logged ->
+    OK, no effect (CHOICE, ptp §8.4: details UNCONFIRMED); with --card see
+    Card.
   * 0x9280(p1, data-out {u32 additional, u32 d2, u32 d3, u32 d4} [+ u8 x, u8 y
     when additional = 2]) and 0x9281(p1) -> OK, no data-in; the data is logged
     (the op log carries it hex) and a diag line names the libgphoto2 patterns
@@ -145,6 +164,9 @@ guessing another width still works.  Every accepted property set pushes
   0xD25A  PositionKeySetting        u8*   0 camera (default, CHOICE), 1 application;
                                           stored only, not required for anything
   0xD26A  LiveViewImageQuality      u8*   1 (default), 2; stored, JPEG size unchanged
+  0xD295  ContentTransferEnable     u8    only with --card (transfer facts): read-only,
+                                          0 = transfer mode off (default), 1 = on;
+                                          form none (CHOICE); set by 0x9212 (see Card)
   controls (u16, 1 up/off, 2 down/on; default 1):
   0xD2C1  S1 half press, 0xD2C2 S2 full press, 0xD2E6 S1+S2 together,
   0xD2C8  movie record (stored/logged only, no movie is made - CHOICE),
@@ -157,9 +179,15 @@ guessing another width still works.  Every accepted property set pushes
 Live view (ptp §2.3, §6 item 5; sony §4.2):
   * Live view starts at SDIO_Connect(3) or 0xD313 = 2 (CHOICE: the notes give
     no explicit "start" for the classic sequence) and stops at 0xD313 = 1 and
-    at session end; start/stop by 0x9201/0xD313 push 0xC203(0xD221).  GetObject(0xFFFFC002) while it is off -> 0x2009;
+    at session end; start/stop by 0x9201/0xD313 push 0xC203(0xD221).
+    GetObject(0xFFFFC002) while it is off -> 0x2009;
     --lv-startup-ms MS (default 0) keeps answering 0x2009 for MS after each
     start (ZV-1 behaviour, "up to 1 s", ptp §2.3).
+  * With --card, GetObject(0xFFFFC002) -> 0x200F (no data phase; checked
+    before everything else above, not frames-logged, pacing untouched) while
+    transfer mode is on unless --lv-during-transfer on, and always in a
+    --transfer-session sdio session opened with 0x9210 p2 = 1 (see Card).
+    Live view itself keeps running (0xD221 stays 1) - CHOICE.
   * GetObjectInfo(0xFFFFC002) -> ObjectInfo: StorageID 0, format 0x3801,
     ObjectCompressedSize = size of the next dataset, no thumbnail, image W x H
     of --size, depth 24, parent 0, Filename "LiveView.JPG", dates now (all
@@ -214,10 +242,16 @@ Release and shots (ptp §8.4):
     is taken --capture-ms (300) later.  One shot per down edge: S2 = 2 while
     already down -> OK, no shot (CHOICE); S2 without S1 also shoots (CHOICE,
     lenient).  Releasing (= 1) never cancels a shot in flight.
+  * With --card, a press (value 2 on 0xD2C1, 0xD2C2 or 0xD2E6, via 0x9207 or
+    0x9205) -> 0x2019 DeviceBusy, nothing changes, while transfer mode is on
+    unless --lv-during-transfer on, and always in a --transfer-session sdio
+    session opened with 0x9210 p2 = 1 (CHOICE); value 1 (letting go) is
+    always accepted.  SIGUSR1 body shots are never refused.
   * A finished shot joins the camera's FIFO of waiting shots (max 100, CHOICE);
     0xD215 becomes 0x8000 + n and the camera pushes 0xC201 ObjectAdded(param
     0xFFFFC001) then 0xC203 DevicePropChanged(0xD215).  No standard 0x4002 /
-    0x400D (CHOICE: the notes name the Sony codes).
+    0x400D for it (CHOICE: the notes name the Sony codes); only the card copy
+    of --shots-on-card gets a 0x4002 (see Card).
   * 0xFFFFC001 always means the OLDEST waiting shot: GetObjectInfo -> its
     ObjectInfo (StorageID 0, format 0x3801, size, no thumbnail, --still-size,
     depth 24, parent 0, Filename DSCnnnnn.JPG, dates = shot time); GetObject
@@ -236,11 +270,127 @@ Release and shots (ptp §8.4):
     (full length) and half of the bytes in Data packets, then closes both
     connections (shots log "broken"); the shot stays waiting, later reads work.
 
-Card (ptp §8.1, §8.4): the notes say card browsing needs Sony's "transfer mode"
-  (0x9210 p2 = 1/2, 0x9212) with UNCONFIRMED details, so NO card is exposed
-  (CHOICE): GetStorageIDs -> OK with an empty AUINT32 in every mode;
+Card (ptp §8.1, §8.4 and the transfer facts).  The notes say card browsing
+  needs Sony's "transfer mode" (0x9210 p2 = 1/2, 0x9212) with UNCONFIRMED
+  details.
+
+  Without --card (default) NO card is exposed (CHOICE), exactly as before
+  the card existed: GetStorageIDs -> OK with an empty AUINT32 in every mode;
   GetStorageInfo -> 0x2008; GetObjectHandles(0xFFFFFFFF or none) -> empty
-  AUINT32, any other storage -> 0x2008.  Shots exist only at 0xFFFFC001.
+  AUINT32, any other storage -> 0x2008; 0x100A / 0x101B -> 0x2005; 0x9212 ->
+  OK, no effect; other handles -> 0x2009.  Shots exist only at 0xFFFFC001.
+  The card flags below are refused (usage error) without --card.
+
+  --card: a memory card reached through contents-transfer mode.
+  * Contents (deterministic, identical across runs; created at start-up):
+      handle      object                              format  parent
+      0x10000001  DCIM                                0x3001  0 (root)
+      0x10000002  DCIM/100MSDCF                       0x3001  0x10000001
+      0x10000003  PRIVATE                             0x3001  0 (root)
+      0x10000004  PRIVATE/M4ROOT                      0x3001  0x10000003
+      0x10000005  PRIVATE/M4ROOT/CLIP                 0x3001  0x10000004
+      0x10000006  DCIM/100MSDCF/DSC09001.JPG          0x3801  0x10000002
+      0x10000007  DCIM/100MSDCF/DSC09002.JPG          0x3801  0x10000002
+      0x10000008  DCIM/100MSDCF/DSC09003.JPG          0x3801  0x10000002
+      0x10000009  PRIVATE/M4ROOT/CLIP/C0001.MP4       0xB982  0x10000005
+      0x1000000A  DCIM/100MSDCF/DSC10001.JPG .. (--card-files N, default 0:
+                  DSC%05d.JPG of 10000 + i, i = 1..N, N <= 50000)
+    then every --shots-on-card copy, in shot order, under the next handle.
+    Folders: Association (0x3001), AssociationType 1 (GenericFolder), size 0,
+    no thumbnail.  DSC0900k.JPG: the still testsrc2 JPEG k-1 (--still-size,
+    made like the shots, depth 24) with a COM segment "sony_ptp_cam card
+    NAME", so bytes differ from every shot and from each other.  C0001.MP4
+    (CHOICE, not a playable movie): an 'ftyp' box (major "mp42", compatible
+    "isom" "mp42") and one 'mdat' box of sha256-chained bytes, 307200 bytes in
+    all, ImagePix 1920x1080, depth 0, no thumbnail.  --card-files JPEGs (cheap,
+    for big listings): 160x120 testsrc2 thumbnail JPEG (i-1) mod 8 with a COM
+    segment "sony_ptp_cam card NAME" - a few kB each, built again on every
+    read (not kept in memory), ImagePix 160x120, and (CHOICE) its own bytes
+    are also its thumbnail.  Every other JPEG on the card has a 160x120 JPEG
+    thumbnail (its still scaled into 160x120, letter-boxed, with a COM
+    segment "sony_ptp_cam thumb NAME").  Dates (Capture = Modification):
+    20240601T090000 for the folders, + 61 s per file in handle order for the
+    pre-filled files; a shot copy carries its shot's date.
+  * ObjectInfo (ptp §1.5, §8.1): StorageID 0x00010001, ObjectFormat,
+    ProtectionStatus 0, ObjectCompressedSize, ThumbFormat 0x3801 (0 without
+    thumbnail), ThumbCompressedSize, ThumbPixWidth/Height 160x120 (0x0
+    without), ImagePix W x H, bit depth, ParentObject (0 = root),
+    AssociationType (1 folder, 0 file), AssociationDesc 0, SequenceNumber 0,
+    Filename, CaptureDate, ModificationDate "YYYYMMDDThhmmss", Keywords "".
+  * StorageInfo(0x00010001) (ptp §8.1): StorageType 4 removable RAM,
+    FilesystemType 2 hierarchical, AccessCapability 0 R/W (like the sibling
+    cameras, although DeleteObject is not offered - CHOICE), MaxCapacity
+    128 GiB, FreeSpace = capacity - bytes of all files, FreeSpaceInImages =
+    free // 10 MB, StorageDescription "Memory Card Slot 1", VolumeLabel ""
+    (CHOICE).
+  * Transfer mode (transfer facts).  0x9212 SetContentsTransferMode(p1
+    ContentsSelectType 1 camera / 2 host, p2 TransferMode 1 enable / 0
+    disable, p3 AdditionalInformation), no data phase:
+      - --transfer-session any (default; reading 1): accepted in any open
+        session (0x1002 or 0x9210 with any function mode).
+      - --transfer-session sdio (reading 2: "switching cannot be performed
+        while connected"): accepted only in a session opened with 0x9210 p2
+        = 1 or 2; in any other session (0x1002, or 0x9210 p2 = 0) -> 0x2005
+        OperationNotSupported (CHOICE; 0x9212 stays listed in 0x9202's
+        operations, so a client can tell "not in this session" from "not on
+        this body"; not 0x2019, which clients retry).  A 0x9210 p2 = 1
+        (transfer-only) session also answers GetObject(0xFFFFC002) with
+        0x200F and presses with 0x2019 whether or not transfer mode is on;
+        everything else there (SDIO_Connect, properties, 0xFFFFC001 shots)
+        works (CHOICE); p2 = 0 and 2 sessions work as without --card.
+    Checked in this order: session open (0x2003), the session rule (0x2005),
+    then p1 not 1/2 or p2 not 0/1 (or missing) -> 0x201D InvalidParameter;
+    p3 != 0 is accepted with a warning (CHOICE, lenient).  p1 1 and 2 behave
+    the same: the whole card is visible (CHOICE).
+      - enable (p2 = 1) -> OK; transfer mode is ON from now; 0xD295 becomes 1
+        --transfer-enable-ms (200) later, and 0xC203 DevicePropChanged(0xD295)
+        is pushed then (TransactionID of the 0x9212).  Enabling again while
+        on (or while the delay runs) -> OK, nothing changes, no event.
+      - disable (p2 = 0) -> OK; transfer mode OFF and 0xD295 = 0 at once,
+        0xC203(0xD295) pushed if it was 1 (a disable during the delay cancels
+        it: no event).
+      - Ending the session (CloseSession, losing the command connection, a
+        new client) turns transfer mode off silently (CHOICE).
+    "On" (from the accepted enable to the disable) is what refuses live view
+    and presses; the card itself is reachable only while 0xD295 reads 1 (a
+    client that enables and then polls 0xD295 via 0x9209, as the transfer
+    facts describe, sees both at once after the delay).
+  * While 0xD295 = 0 (card hidden), --hidden-card:
+      `unavailable` (default, CHOICE; one body answered so): GetStorageIDs,
+        GetStorageInfo (any ID) and GetObjectHandles (any params) -> 0x2013
+        StoreNotAvailable; GetObjectInfo / GetObject / GetPartialObject /
+        GetThumb on a card handle -> 0x2013, on a handle the card does not
+        hold -> 0x2009.
+      `empty`: exactly the no-card answers (empty AUINT32, 0x2008; card
+        handles -> 0x2009).
+  * While 0xD295 = 1 (ptp §8.1): GetStorageIDs -> [0x00010001];
+    GetStorageInfo(0x00010001), other ID -> 0x2008; GetObjectHandles(p1
+    storage 0xFFFFFFFF or 0x00010001, else 0x2008; p2 format 0 or 0xFFFFFFFF
+    = any, else that ObjectFormat only; p3 parent 0 = all levels, 0xFFFFFFFF
+    = root only, a folder = its children, a file = none, unknown -> 0x2009;
+    missing params = all, any, all levels), handles in handle order;
+    GetObjectInfo; GetObject (whole file; a folder sends 0 bytes);
+    GetPartialObject 0x101B(handle, offset, max): offset > size -> 0x201D,
+    else min(max, size - offset) bytes (max missing = 0xFFFFFFFF), response
+    param 1 = bytes sent; GetThumb 0x100A -> the thumbnail, none (movie,
+    folder) -> 0x2010 NoThumbnailPresent.  Unknown handle -> 0x2009.
+  * 0xFFFFC001 and 0xFFFFC002 are not card handles: GetObjectInfo/GetObject
+    on them behave as described above in every mode (except the 0x200F of
+    Live view); GetPartialObject / GetThumb on them -> 0x2009 (CHOICE: the
+    notes read them only with GetObject).
+  * --shots-on-card: every shot (remote and body) is also written to
+    DCIM/100MSDCF/<its name> as a new card object (next handle, same bytes as
+    at 0xFFFFC001, a thumbnail of its still) when it is taken, and stays
+    there (reading or losing the 0xFFFFC001 copy does not remove it).  After
+    the usual 0xC201/0xC203 the camera pushes 0x4002 ObjectAdded(handle) -
+    only if 0xD295 reads 1 at that moment (CHOICE); otherwise a client sees it
+    on its next listing.  Without the flag shots live only at 0xFFFFC001.
+  * --break-card-read-once: the first GetObject / GetPartialObject of a card
+    FILE (not a folder, not 0xFFFFC001, at least 1 byte to send) sends
+    Start_Data with that transaction's full length and half of its bytes in
+    Data packets, then closes both connections (shots log
+    "broken_card_read"; no card_read line); later reads work.  Independent of
+    --break-transfer-once.
 
 Logs (JSON lines, appended, one object per line):
   --log:        {"ev":"op","code":"0x9207","params":[...],"tid":N,"t":...}
@@ -248,6 +398,12 @@ Logs (JSON lines, appended, one object per line):
                 {"ev":"set","op":"0x9205"|"0x9207","code":"0xD20D","value":N
                  (int, signed for i16; null if the size was wrong),
                  "raw_hex":"7d000100","result":"0x2001","t":...} for every set.
+                With --card also (the 0x9212 params are in its "op" line too):
+                {"ev":"transfer_mode","params":[p1,p2,p3],"session_mode":
+                 0|1|2|null (0x9210 p2; null = 0x1002 session),"result":
+                 "0x2001","t":...} for every 0x9212, and
+                {"ev":"transfer_state","d295":0|1,"why":"...","t":...}
+                whenever 0xD295 changes.
   --frames-log: {"ev":"frame","n":N,"idx":K (which of the --frames JPEGs),
                  "sha256": of the JPEG bytes (without --jpeg-align padding),
                  "bytes": JPEG length,"width":W,"height":H,
@@ -258,6 +414,18 @@ Logs (JSON lines, appended, one object per line):
   --shots-log:  {"ev":"captured"|"served"|"broken","origin":"remote"|"body",
                  "name":"DSC00001.JPG","bytes":N,"sha256":...,"t":...}
                 ("broken" adds "sent": bytes sent before the cut).
+                With --card also, for every card FILE (not folders), at
+                start-up before `ready` and when a --shots-on-card copy is
+                written:
+                {"ev":"card","origin":"card"|"remote"|"body","handle":N,
+                 "name":"DSC09001.JPG","path":"/DCIM/100MSDCF/DSC09001.JPG",
+                 "bytes":N,"sha256":...,"thumb_sha256":... or null,"t":...};
+                for every card read whose data phase was fully written:
+                {"ev":"card_read","op":"0x1009"|"0x101B"|"0x100A","handle":N,
+                 "name":...,"offset":N,"length":N (bytes sent),"sha256": of
+                 the bytes sent,"t":...} (0x100A: offset 0, the thumbnail);
+                and {"ev":"broken_card_read","op":...,"handle":N,"name":...,
+                 "offset":N,"length":N (announced),"sent":N,"t":...}.
 """
 
 import argparse
@@ -294,14 +462,20 @@ RC_INVALID_STORAGE = 0x2008
 RC_INVALID_HANDLE = 0x2009
 RC_PROP_NOT_SUPPORTED = 0x200A
 RC_ACCESS_DENIED = 0x200F
+RC_NO_THUMBNAIL = 0x2010
+RC_STORE_NOT_AVAILABLE = 0x2013
+RC_DEVICE_BUSY = 0x2019
 RC_INVALID_PROP_VALUE = 0x201C
 RC_INVALID_PARAMETER = 0x201D
 RC_SESSION_ALREADY_OPEN = 0x201E
 
+EV_OBJECT_ADDED = 0x4002
 EV_SONY_OBJECT_ADDED = 0xC201
 EV_SONY_PROP_CHANGED = 0xC203
 
+OFC_ASSOCIATION = 0x3001
 OFC_EXIF_JPEG = 0x3801
+OFC_MP4 = 0xB982
 
 H_SHOT = 0xFFFFC001
 H_LIVEVIEW = 0xFFFFC002
@@ -314,6 +488,14 @@ AF_PERIOD = 120
 DEN_SCALE = 10
 MAX_SHOTS = 100
 N_STILLS = 8
+STORAGE_ID = 0x00010001
+H_CARD_FIRST = 0x10000001
+CARD_CAPACITY = 128 << 30
+CARD_DATE0 = (2024, 6, 1, 9, 0, 0)
+CARD_FILE_STEP_S = 61
+THUMB_W, THUMB_H = 160, 120
+MOVIE_BYTES = 307200
+MAX_CARD_FILES = 50000
 CAM_GUID = bytes.fromhex("534f4e592d5054502d43414d00070003")   # "SONY-PTP-CAM" + 00 07 00 03
 
 OPS = {
@@ -331,6 +513,7 @@ SONY_OPS = [c for c in OPS if c >= 0x9000]
 SETUP_OPS = [0x9201, 0x9202, 0x9210]
 DATA_OUT_OPS = (0x9205, 0x9207, 0x9280)
 SONY_EVENTS = [EV_SONY_OBJECT_ADDED, EV_SONY_PROP_CHANGED]
+CARD_OPS = {0x100A: "GetThumb", 0x101B: "GetPartialObject"}     # only with --card
 
 DT_FMT = {0x0001: "b", 0x0002: "B", 0x0003: "h", 0x0004: "H", 0x0005: "i", 0x0006: "I",
           0x0007: "q", 0x0008: "Q"}
@@ -340,7 +523,9 @@ P_WB, P_FNUMBER, P_EXPPROG, P_EV = 0x5005, 0x5007, 0x500E, 0x5010
 P_SHUTTER, P_COLORTEMP, P_ISO = 0xD20D, 0xD20F, 0xD21E
 P_FOCUS_FOUND, P_OBJ_IN_MEMORY, P_LV_STATUS = 0xD213, 0xD215, 0xD221
 P_LV_EFFECT, P_POSITION_KEY, P_LV_QUALITY = 0xD231, 0xD25A, 0xD26A
+P_CONTENT_TRANSFER = 0xD295                                     # only with --card
 C_S1, C_S2, C_MOVIE, C_S1S2, C_POSTVIEW, C_LV_ENABLE = 0xD2C1, 0xD2C2, 0xD2C8, 0xD2E6, 0xD312, 0xD313
+PRESS_CONTROLS = (C_S1, C_S2, C_S1S2)
 CONTROLS = {C_S1: "S1", C_S2: "S2", C_MOVIE: "MovieRec", C_S1S2: "S1S2",
             C_POSTVIEW: "SetPostViewEnable", C_LV_ENABLE: "SetLiveViewEnable"}
 ISO_AUTO = 0x00FFFFFF
@@ -377,7 +562,7 @@ class Prop:
         return lo <= v <= hi and (v - lo) % step == 0
 
 
-def build_props(focus_code):
+def build_props(focus_code, card=False):
     fn = [180, 200, 220, 250, 280, 320, 350, 400, 450, 500, 560, 630, 710, 800, 900, 1000,
           1100, 1300, 1400, 1600, 1800, 2000, 2200]
     props = {
@@ -401,6 +586,8 @@ def build_props(focus_code):
     }
     for c, name in CONTROLS.items():
         props[c] = Prop(name, DT_U16, True, 1, ("enum", [1, 2]), True, False)
+    if card:
+        props[P_CONTENT_TRANSFER] = Prop("ContentTransferEnable", DT_U8, False, 0, None, True, False)
     return props
 
 
@@ -463,11 +650,15 @@ def au16(values):
 
 
 def au32(values):
-    return struct.pack("<I", len(values)) + b"".join(struct.pack("<I", v) for v in values)
+    return struct.pack("<I%dI" % len(values), len(values), *values)
+
+
+def ptp_date(dt):
+    return dt.strftime("%Y%m%dT%H%M%S")
 
 
 def now_date():
-    return datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
+    return ptp_date(datetime.datetime.now())
 
 
 def insert_com(jpeg, text):
@@ -505,6 +696,57 @@ def object_info(fmt, size, w, h, name, date):
     head = struct.pack("<IHHIHIIIIIIIHII", 0, fmt, 0, size, 0, 0, 0, 0, w, h, 24, 0, 0, 0, 0)
     assert len(head) == 52
     return head + pstr(name) + pstr(date) + pstr(date) + pstr("")
+
+
+def card_movie():
+    """C0001.MP4 (CHOICE): ftyp + one mdat of sha256-chained bytes, MOVIE_BYTES in all."""
+    ftyp = struct.pack(">I4s4sI4s4s", 24, b"ftyp", b"mp42", 0, b"isom", b"mp42")
+    need = MOVIE_BYTES - len(ftyp) - 8
+    out = bytearray()
+    h = hashlib.sha256(b"sony_ptp_cam C0001.MP4").digest()
+    while len(out) < need:
+        out += h
+        h = hashlib.sha256(h).digest()
+    return ftyp + struct.pack(">I4s", 8 + need, b"mdat") + bytes(out[:need])
+
+
+class CardObj:
+    """One object on the card (--card).  data: bytes, or None and make() builds them on each read
+    (the cheap --card-files JPEGs); thumb: bytes, None, or "self" (the file is its own thumbnail)."""
+
+    def __init__(self, handle, fmt, parent, name, path, w, h, date, origin, data=None, make=None,
+                 thumb=None):
+        self.handle, self.fmt, self.parent, self.name, self.path = handle, fmt, parent, name, path
+        self.w, self.h, self.date, self.origin = w, h, date, origin
+        self._data, self._make, self._thumb = data, make, thumb
+        body = self.data
+        self.size = len(body)
+        self.sha = sha(body)
+        t = body if thumb == "self" else thumb
+        self.thumb_size = len(t) if t is not None else 0
+        self.thumb_sha = sha(t) if t is not None else None
+
+    @property
+    def folder(self):
+        return self.fmt == OFC_ASSOCIATION
+
+    @property
+    def data(self):
+        return self._data if self._data is not None else self._make()
+
+    @property
+    def thumb(self):
+        return self.data if self._thumb == "self" else self._thumb
+
+    def info(self):
+        has_thumb = self._thumb is not None
+        head = struct.pack("<IHHIHIIIIIIIHII", STORAGE_ID, self.fmt, 0, self.size,
+                           OFC_EXIF_JPEG if has_thumb else 0, self.thumb_size,
+                           THUMB_W if has_thumb else 0, THUMB_H if has_thumb else 0,
+                           self.w, self.h, 24 if self.fmt == OFC_EXIF_JPEG else 0,
+                           self.parent, 1 if self.folder else 0, 0, 0)
+        assert len(head) == 52
+        return head + pstr(self.name) + pstr(self.date) + pstr(self.date) + pstr("")
 
 
 def pack_value(dt, v):
@@ -597,11 +839,11 @@ class Shot:
 
 
 class Camera:
-    def __init__(self, args, lv_frames, stills, logs):
+    def __init__(self, args, lv_frames, stills, logs, thumbs=None):
         self.args = args
         self.lock = threading.RLock()
         self.log, self.frames_log, self.shots_log = logs
-        self.props_def = build_props(args.focus_mode_code)
+        self.props_def = build_props(args.focus_mode_code, card=args.card)
         self.values = {c: p.default for c, p in self.props_def.items()}
         self.lv_frames = lv_frames
         self.lv_shas = [sha(f) for f in lv_frames]
@@ -620,6 +862,19 @@ class Camera:
         self.shots = collections.deque()
         self.shot_no = 0
         self.broken_done = False
+        # card / transfer mode (--card)
+        self.thumbs = thumbs
+        self.xfer_on = False            # from an accepted 0x9212 enable to the disable/session end
+        self.d295 = 0                   # 0xD295 ContentTransferEnable
+        self.xfer_gen = 0
+        self.card_broken_done = False
+        self.objects = {}               # handle -> CardObj, insertion (= handle) order
+        self.children = {}              # parent handle (0 = root) -> [handles]
+        self.next_handle = H_CARD_FIRST
+        self.card_folder = 0            # DCIM/100MSDCF
+        self.card_total = 0             # bytes of all card files
+        if args.card:
+            self.fill_card()
 
     # ---- helpers
     def slog(self, ev, shot, **extra):
@@ -630,6 +885,8 @@ class Camera:
 
     def value(self, code):
         with self.lock:
+            if code == P_CONTENT_TRANSFER:
+                return self.d295
             if code == P_LV_STATUS:
                 return 1 if self.lv_on else 0
             if code == P_OBJ_IN_MEMORY:
@@ -649,6 +906,111 @@ class Camera:
             except OSError as e:
                 diag("ev=event_send_failed %r" % e)
                 return
+
+    # ---- card (--card)
+    def _card_add(self, fmt, parent, name, w, h, date, origin, data=None, make=None, thumb=None):
+        with self.lock:
+            handle = self.next_handle
+            self.next_handle += 1
+            path = (self.objects[parent].path if parent else "") + "/" + name
+            obj = CardObj(handle, fmt, parent, name, path, w, h, date, origin, data, make, thumb)
+            self.objects[handle] = obj
+            self.children.setdefault(parent, []).append(handle)
+            self.card_total += obj.size
+        if not obj.folder:
+            self.shots_log.write({"ev": "card", "origin": origin, "handle": handle, "name": name,
+                                  "path": path, "bytes": obj.size, "sha256": obj.sha,
+                                  "thumb_sha256": obj.thumb_sha, "t": time.time()})
+        return obj
+
+    def fill_card(self):
+        args = self.args
+        t0 = datetime.datetime(*CARD_DATE0)
+        d0 = ptp_date(t0)
+        files = [0]
+
+        def date():
+            files[0] += 1
+            return ptp_date(t0 + datetime.timedelta(seconds=CARD_FILE_STEP_S * files[0]))
+
+        def folder(parent, name):
+            return self._card_add(OFC_ASSOCIATION, parent, name, 0, 0, d0, "card", data=b"").handle
+        dcim = folder(0, "DCIM")
+        msdcf = folder(dcim, "100MSDCF")
+        private = folder(0, "PRIVATE")
+        m4root = folder(private, "M4ROOT")
+        clip = folder(m4root, "CLIP")
+        self.card_folder = msdcf
+        for k in range(3):
+            name = "DSC%05d.JPG" % (9001 + k)
+            data = insert_com(self.stills[k % len(self.stills)], "sony_ptp_cam card %s" % name)
+            thumb = insert_com(self.thumbs[k % len(self.thumbs)], "sony_ptp_cam thumb %s" % name)
+            self._card_add(OFC_EXIF_JPEG, msdcf, name, args.still_w, args.still_h, date(), "card",
+                           data=data, thumb=thumb)
+        self._card_add(OFC_MP4, clip, "C0001.MP4", 1920, 1080, date(), "card", data=card_movie())
+        for i in range(1, args.card_files + 1):
+            name = "DSC%05d.JPG" % (10000 + i)
+            base = self.thumbs[(i - 1) % len(self.thumbs)]
+            self._card_add(OFC_EXIF_JPEG, msdcf, name, THUMB_W, THUMB_H, date(), "card",
+                           make=lambda b=base, t="sony_ptp_cam card %s" % name: insert_com(b, t),
+                           thumb="self")
+        diag("ev=card objects=%d files=%d bytes=%d" % (len(self.objects), len(self.objects) - 5,
+                                                       self.card_total))
+
+    def card_add_shot(self, shot, k):
+        thumb = insert_com(self.thumbs[k % len(self.thumbs)], "sony_ptp_cam thumb %s" % shot.name)
+        obj = self._card_add(OFC_EXIF_JPEG, self.card_folder, shot.name, self.args.still_w,
+                             self.args.still_h, shot.date, shot.origin, data=shot.data, thumb=thumb)
+        diag("ev=shot_on_card name=%s handle=0x%08X" % (shot.name, obj.handle))
+        return obj
+
+    # ---- transfer mode (--card)
+    def transfer_set(self, enable, tid):
+        with self.lock:
+            if enable:
+                if self.xfer_on:
+                    diag("ev=transfer_enable_again (no change) d295=%d" % self.d295)
+                    return
+                self.xfer_on = True
+                self.xfer_gen += 1
+                gen = self.xfer_gen
+            else:
+                was = self.d295
+                self.xfer_on = False
+                self.xfer_gen += 1
+                self.d295 = 0
+        if enable:
+            diag("ev=transfer_enable d295_in_ms=%d" % self.args.transfer_enable_ms)
+            t = threading.Timer(self.args.transfer_enable_ms / 1000.0, self._transfer_ready,
+                                args=(gen, tid))
+            t.daemon = True
+            t.start()
+            return
+        diag("ev=transfer_disable")
+        if was:
+            self._d295_changed(0, "0x9212 disable", tid)
+
+    def _transfer_ready(self, gen, tid):
+        with self.lock:
+            if gen != self.xfer_gen or not self.xfer_on or self.d295 == 1:
+                return
+            self.d295 = 1
+        self._d295_changed(1, "0x9212 enable + %d ms" % self.args.transfer_enable_ms, tid)
+
+    def _d295_changed(self, v, why, tid=0xFFFFFFFF, notify=True):
+        diag("ev=content_transfer_enable value=%d why=%s" % (v, why))
+        self.log.write({"ev": "transfer_state", "d295": v, "why": why, "t": time.time()})
+        if notify:
+            self.push_events([(EV_SONY_PROP_CHANGED, P_CONTENT_TRANSFER)], tid)
+
+    def transfer_reset(self, why):
+        with self.lock:
+            was = self.d295
+            self.xfer_on = False
+            self.xfer_gen += 1
+            self.d295 = 0
+        if was:
+            self._d295_changed(0, why, notify=False)
 
     # ---- live view
     def lv_start(self, why):
@@ -827,7 +1189,14 @@ class Camera:
             waiting = len(self.shots)
         diag("ev=shot name=%s origin=%s bytes=%d waiting=%d" % (name, origin, len(data), waiting))
         self.slog("captured", shot)
-        self.push_events([(EV_SONY_OBJECT_ADDED, H_SHOT), (EV_SONY_PROP_CHANGED, P_OBJ_IN_MEMORY)], tid)
+        evs = [(EV_SONY_OBJECT_ADDED, H_SHOT), (EV_SONY_PROP_CHANGED, P_OBJ_IN_MEMORY)]
+        if self.args.shots_on_card:
+            obj = self.card_add_shot(shot, k)
+            with self.lock:
+                visible = self.d295 == 1
+            if visible:
+                evs.append((EV_OBJECT_ADDED, obj.handle))
+        self.push_events(evs, tid)
 
     def oldest_shot(self):
         with self.lock:
@@ -868,6 +1237,8 @@ class Camera:
 
     def end_session_state(self, why):
         self.lv_stop(why, notify=False)
+        if self.args.card:
+            self.transfer_reset(why)
         with self.lock:
             for c in (C_S1, C_S2, C_S1S2):
                 self.values[c] = 1
@@ -1016,7 +1387,7 @@ class CmdSession:
             self.send_response(RC_GENERAL_ERROR, tid)
             return
         try:
-            if op not in OPS:
+            if op not in OPS and not (self.args.card and op in CARD_OPS):
                 raise PtpError(RC_OP_NOT_SUPPORTED)
             if self.session == 0 and op not in (0x1001, 0x1002, 0x9210):
                 raise PtpError(RC_SESSION_NOT_OPEN)
@@ -1046,14 +1417,17 @@ class CmdSession:
         a = self.args
         cam = self.cam
         std_props = sorted(c for c, pr in cam.props_def.items() if pr.std)
+        std_ops = STD_OPS + (list(CARD_OPS) if a.card else [])
+        std_evs = [EV_OBJECT_ADDED] if a.shots_on_card else []
         if a.devinfo_vendor == "all":
-            ops, evs, props = sorted(OPS), SONY_EVENTS, sorted(cam.props_def)
+            ops, evs, props = sorted(std_ops + SONY_OPS), std_evs + SONY_EVENTS, sorted(cam.props_def)
         elif a.devinfo_vendor == "setup":
-            ops, evs, props = sorted(STD_OPS + SETUP_OPS), [], std_props
+            ops, evs, props = sorted(std_ops + SETUP_OPS), std_evs, std_props
         else:
-            ops, evs, props = sorted(STD_OPS), [], std_props
+            ops, evs, props = sorted(std_ops), std_evs, std_props
+        img_formats = [OFC_ASSOCIATION, OFC_EXIF_JPEG, OFC_MP4] if a.card else [OFC_EXIF_JPEG]
         body = (struct.pack("<HIH", 100, 6, 100) + pstr("") + struct.pack("<H", 0) +
-                au16(ops) + au16(evs) + au16(props) + au16([OFC_EXIF_JPEG]) + au16([OFC_EXIF_JPEG]) +
+                au16(ops) + au16(evs) + au16(props) + au16([OFC_EXIF_JPEG]) + au16(img_formats) +
                 pstr("Sony Corporation") + pstr(a.model) + pstr("3.01") + pstr("01234567"))
         return body, ()
 
@@ -1082,18 +1456,88 @@ class CmdSession:
         self.cam.end_session_state("CloseSession")
         return None
 
-    # ---- storage: no card exposed (ptp §8.4 CHOICE)
+    # ---- storage (ptp §8.1): no card exposed without --card or while it is hidden in `empty`
+    # style (ptp §8.4 CHOICE); 0x2013 while hidden in `unavailable` style; the card while 0xD295 = 1
+    def _card_state(self):
+        """-> "none" (no-card answers), "unavailable" (0x2013) or "visible"."""
+        if not self.args.card:
+            return "none"
+        with self.cam.lock:
+            if self.cam.d295 == 1:
+                return "visible"
+        return "none" if self.args.hidden_card == "empty" else "unavailable"
+
     def op_1004(self, tid, p, d):
-        return au32([]), ()
+        st = self._card_state()
+        if st == "unavailable":
+            raise PtpError(RC_STORE_NOT_AVAILABLE, "transfer mode off")
+        return au32([STORAGE_ID] if st == "visible" else []), ()
 
     def op_1005(self, tid, p, d):
-        raise PtpError(RC_INVALID_STORAGE, "no storage exposed")
+        st = self._card_state()
+        if st == "unavailable":
+            raise PtpError(RC_STORE_NOT_AVAILABLE, "transfer mode off")
+        if st == "none":
+            raise PtpError(RC_INVALID_STORAGE, "no storage exposed")
+        if not p or p[0] != STORAGE_ID:
+            raise PtpError(RC_INVALID_STORAGE, "storage 0x%08X" % (p[0] if p else 0))
+        with self.cam.lock:
+            free = max(0, CARD_CAPACITY - self.cam.card_total)
+        body = (struct.pack("<HHHQQI", 4, 2, 0, CARD_CAPACITY, free, free // (10 * 1000 * 1000)) +
+                pstr("Memory Card Slot 1") + pstr(""))
+        return body, ()
 
     def op_1007(self, tid, p, d):
         storage = p[0] if p else 0xFFFFFFFF
-        if storage != 0xFFFFFFFF:
-            raise PtpError(RC_INVALID_STORAGE, "no storage exposed")
-        return au32([]), ()
+        st = self._card_state()
+        if st == "unavailable":
+            raise PtpError(RC_STORE_NOT_AVAILABLE, "transfer mode off")
+        if st == "none":
+            if storage != 0xFFFFFFFF:
+                raise PtpError(RC_INVALID_STORAGE, "no storage exposed")
+            return au32([]), ()
+        fmt = p[1] if len(p) > 1 else 0
+        parent = p[2] if len(p) > 2 else 0
+        if storage not in (0xFFFFFFFF, STORAGE_ID):
+            raise PtpError(RC_INVALID_STORAGE, "storage 0x%08X" % storage)
+        cam = self.cam
+        with cam.lock:
+            objs = cam.objects
+            if parent == 0:
+                handles = list(objs)
+            elif parent == 0xFFFFFFFF:
+                handles = list(cam.children.get(0, ()))
+            elif parent in objs:
+                handles = list(cam.children.get(parent, ()))
+            else:
+                raise PtpError(RC_INVALID_HANDLE, "parent 0x%08X" % parent)
+            if fmt not in (0, 0xFFFFFFFF):
+                handles = [h for h in handles if objs[h].fmt == fmt]
+        return au32(handles), ()
+
+    def _card_obj(self, h):
+        """The card object for handle h, or PtpError (0x2013 hidden / 0x2009 unknown)."""
+        st = self._card_state()
+        with self.cam.lock:
+            obj = self.cam.objects.get(h) if st != "none" else None
+        if obj is None:
+            raise PtpError(RC_INVALID_HANDLE, "handle 0x%08X" % h)
+        if st == "unavailable":
+            raise PtpError(RC_STORE_NOT_AVAILABLE, "transfer mode off (handle 0x%08X)" % h)
+        return obj
+
+    def _lv_refused(self):
+        """--card: live view / presses refused now (transfer mode, or an sdio mode-1 session)."""
+        a = self.args
+        if not a.card:
+            return None
+        if a.transfer_session == "sdio" and self.func_mode == 1:
+            return "transfer-only session (0x9210 p2=1)"
+        if a.lv_during_transfer == "off":
+            with self.cam.lock:
+                if self.cam.xfer_on:
+                    return "transfer mode on"
+        return None
 
     # ---- objects: 0xFFFFC001 shot, 0xFFFFC002 live view
     def op_1008(self, tid, p, d):
@@ -1111,6 +1555,8 @@ class CmdSession:
             shot = self._shot_or_fail()
             return object_info(OFC_EXIF_JPEG, len(shot.data), self.args.still_w, self.args.still_h,
                                shot.name, shot.date), ()
+        if self.args.card:
+            return self._card_obj(h).info(), ()
         raise PtpError(RC_INVALID_HANDLE, "handle 0x%08X" % h)
 
     def _shot_or_fail(self):
@@ -1129,10 +1575,81 @@ class CmdSession:
             return self.get_liveview(tid)
         if h == H_SHOT:
             return self.get_shot(tid)
+        if self.args.card:
+            obj = self._card_obj(h)
+            return self.card_read(0x1009, tid, obj, 0, obj.size)
         raise PtpError(RC_INVALID_HANDLE, "handle 0x%08X" % h)
+
+    # ---- card reads (--card only; the op check answers 0x2005 for 0x100A/0x101B without it)
+    def op_100A(self, tid, p, d):
+        h = p[0] if p else 0
+        if h in (H_SHOT, H_LIVEVIEW):
+            raise PtpError(RC_INVALID_HANDLE, "0x%08X is not a card object" % h)
+        obj = self._card_obj(h)
+        thumb = obj.thumb
+        if thumb is None:
+            raise PtpError(RC_NO_THUMBNAIL, obj.name)
+        self.send_data(tid, thumb)
+        self.card_log_read(0x100A, obj, 0, thumb)
+        return None
+
+    def op_101B(self, tid, p, d):
+        h = p[0] if p else 0
+        if h in (H_SHOT, H_LIVEVIEW):
+            raise PtpError(RC_INVALID_HANDLE, "0x%08X is not a card object" % h)
+        obj = self._card_obj(h)
+        off = p[1] if len(p) > 1 else 0
+        mx = p[2] if len(p) > 2 else 0xFFFFFFFF
+        if off > obj.size:
+            raise PtpError(RC_INVALID_PARAMETER, "offset %d > size %d" % (off, obj.size))
+        return self.card_read(0x101B, tid, obj, off, min(mx, obj.size - off))
+
+    def card_log_read(self, op, obj, off, sent):
+        self.cam.shots_log.write({"ev": "card_read", "op": "0x%04X" % op, "handle": obj.handle,
+                                  "name": obj.name, "offset": off, "length": len(sent),
+                                  "sha256": sha(sent), "t": time.time()})
+
+    def card_read(self, op, tid, obj, off, length):
+        cam = self.cam
+        data = obj.data
+        part = data if (off == 0 and length == len(data)) else data[off:off + length]
+        do_break = False
+        if self.args.break_card_read_once and not obj.folder and length > 0:
+            with cam.lock:
+                if not cam.card_broken_done:
+                    cam.card_broken_done = True
+                    do_break = True
+        if do_break:
+            sent = length // 2
+            diag("ev=breaking_card_read op=0x%04X name=%s offset=%d sent=%d of %d"
+                 % (op, obj.name, off, sent, length))
+            self.send_cut(tid, part, length, sent)
+            cam.shots_log.write({"ev": "broken_card_read", "op": "0x%04X" % op, "handle": obj.handle,
+                                 "name": obj.name, "offset": off, "length": length, "sent": sent,
+                                 "t": time.time()})
+            cam.break_connections(self)
+            raise Dropped("break-card-read-once")
+        self.send_data(tid, part)
+        self.card_log_read(op, obj, off, part)
+        return (None, (length,)) if op == 0x101B else None
+
+    def send_cut(self, tid, data, length, sent):
+        """Start_Data announcing `length`, then only the first `sent` bytes (a transfer cut)."""
+        try:
+            self.conn.send(PT_START_DATA, struct.pack("<IQ", tid, length))
+            pos = 0
+            while pos < sent:
+                k = min(self.args.chunk, sent - pos)
+                self.conn.send(PT_DATA, struct.pack("<I", tid) + data[pos:pos + k])
+                pos += k
+        except OSError:
+            pass
 
     def get_liveview(self, tid):
         cam = self.cam
+        why = self._lv_refused()
+        if why:
+            raise PtpError(RC_ACCESS_DENIED, "live view refused: %s" % why)
         got = cam.lv_get(self)
         if got is None:
             mode = self.args.too_fast
@@ -1160,15 +1677,7 @@ class CmdSession:
             data = shot.data
             sent = len(data) // 2
             diag("ev=breaking_transfer name=%s sent=%d of %d" % (shot.name, sent, len(data)))
-            try:
-                self.conn.send(PT_START_DATA, struct.pack("<IQ", tid, len(data)))
-                pos = 0
-                while pos < sent:
-                    k = min(self.args.chunk, sent - pos)
-                    self.conn.send(PT_DATA, struct.pack("<I", tid) + data[pos:pos + k])
-                    pos += k
-            except OSError:
-                pass
+            self.send_cut(tid, data, len(data), sent)
             cam.slog("broken", shot, sent=sent)
             cam.break_connections(self)
             raise Dropped("break-transfer-once")
@@ -1242,6 +1751,10 @@ class CmdSession:
                 raise PtpError(RC_INVALID_PROP_VALUE, "data size %d" % len(raw))
             if not pr.allowed(v):
                 raise PtpError(RC_INVALID_PROP_VALUE, "value %d" % v)
+            if code in PRESS_CONTROLS and v == 2:
+                why = self._lv_refused()
+                if why:
+                    raise PtpError(RC_DEVICE_BUSY, "press refused: %s" % why)
         except PtpError as e:
             rec["result"] = "0x%04X" % e.code
             cam.log.write(rec)
@@ -1264,7 +1777,32 @@ class CmdSession:
         return self._set(0x9207, p, d, tid)
 
     def op_9212(self, tid, p, d):
-        diag("ev=set_contents_transfer_mode params=%s (no effect, no card exposed)" % p)
+        if not self.args.card:
+            diag("ev=set_contents_transfer_mode params=%s (no effect, no card exposed)" % p)
+            return None
+        cam = self.cam
+        rec = {"ev": "transfer_mode", "params": list(p), "session_mode": self.func_mode,
+               "result": None, "t": time.time()}
+        try:
+            if self.args.transfer_session == "sdio" and self.func_mode not in (1, 2):
+                raise PtpError(RC_OP_NOT_SUPPORTED, "0x9212 in a session not opened with 0x9210 p2=1/2 "
+                               "(function mode %s)" % self.func_mode)
+            select = p[0] if len(p) > 0 else None
+            mode = p[1] if len(p) > 1 else None
+            info = p[2] if len(p) > 2 else 0
+            if select not in (1, 2) or mode not in (0, 1):
+                raise PtpError(RC_INVALID_PARAMETER, "0x9212 params %s" % p)
+            if info != 0:
+                diag("ev=warn 0x9212 AdditionalInformation=%d (accepted)" % info)
+        except PtpError as e:
+            rec["result"] = "0x%04X" % e.code
+            cam.log.write(rec)
+            raise
+        rec["result"] = "0x%04X" % RC_OK
+        cam.log.write(rec)
+        diag("ev=set_contents_transfer_mode select=%d mode=%d info=%d session_mode=%s"
+             % (select, mode, info, self.func_mode))
+        cam.transfer_set(mode == 1, tid)
         return None
 
     def op_9280(self, tid, p, d):
@@ -1366,12 +1904,19 @@ def accept_loop(cam, lsock, stop):
 # --------------------------------------------------------------------------
 
 def make_images(args, tmp):
+    """-> (live-view JPEGs, stills, thumbnails of the stills - only with --card, else None)."""
     jpg = ["-pix_fmt", "yuvj420p", "-q:v", "5", "-huffman", "default", "-f", "image2"]
     cmd = (["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
             "-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=30" % (args.width, args.height),
             "-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=1" % (args.still_w, args.still_h),
             "-map", "0:v", "-frames:v", str(args.frames)] + jpg + [os.path.join(tmp, "f%03d.jpg"),
            "-map", "1:v", "-frames:v", str(N_STILLS)] + jpg + [os.path.join(tmp, "s%03d.jpg")])
+    if args.card:
+        # the still scaled into 160x120 (even sizes), letter-boxed in black
+        fit = ("scale=%d:%d:force_original_aspect_ratio=decrease:force_divisible_by=2,"
+               "pad=%d:%d:(ow-iw)/2:(oh-ih)/2:black" % (THUMB_W, THUMB_H, THUMB_W, THUMB_H))
+        cmd += (["-map", "1:v", "-frames:v", str(N_STILLS), "-vf", fit] + jpg +
+                [os.path.join(tmp, "t%03d.jpg")])
     subprocess.run(cmd, check=True)
 
     def load(prefix, n):
@@ -1381,7 +1926,7 @@ def make_images(args, tmp):
                 out.append(f.read())
         return out
     lv = [insert_com(f, "sony_ptp_cam lv frame %d" % i) for i, f in enumerate(load("f", args.frames))]
-    return lv, load("s", N_STILLS)
+    return lv, load("s", N_STILLS), (load("t", N_STILLS) if args.card else None)
 
 
 def parse_size(ap, s, what):
@@ -1423,6 +1968,23 @@ def main():
     ap.add_argument("--break-transfer-once", action="store_true")
     ap.add_argument("--chunk", type=int, default=65536, help="Data packet payload size")
     ap.add_argument("--empty-end", action="store_true", help="all bytes in Data packets, empty End_Data")
+    ap.add_argument("--card", action="store_true",
+                    help="a memory card reached through contents-transfer mode (0x9212, 0xD295)")
+    ap.add_argument("--card-files", type=int, default=0,
+                    help="extra small JPEGs DCIM/100MSDCF/DSC10001.JPG... (default 0, max %d)"
+                         % MAX_CARD_FILES)
+    ap.add_argument("--shots-on-card", action="store_true",
+                    help="every shot is also written to DCIM/100MSDCF (0x4002 while transfer is on)")
+    ap.add_argument("--transfer-session", choices=("any", "sdio"), default="any",
+                    help="0x9212 in any session, or only in one opened with 0x9210 p2=1/2")
+    ap.add_argument("--transfer-enable-ms", type=int, default=200,
+                    help="0xD295 reads 1 this long after 0x9212 enable (default 200)")
+    ap.add_argument("--hidden-card", choices=("unavailable", "empty"), default="unavailable",
+                    help="card ops while 0xD295=0: 0x2013, or the no-card answers")
+    ap.add_argument("--lv-during-transfer", choices=("off", "on"), default="off",
+                    help="off: live view 0x200F and presses 0x2019 while transfer mode is on")
+    ap.add_argument("--break-card-read-once", action="store_true",
+                    help="cut the first GetObject/GetPartialObject of a card file halfway")
     ap.add_argument("--help-choices", action="store_true", help="print the documented choices and exit")
     args = ap.parse_args()
     if args.help_choices:
@@ -1436,9 +1998,23 @@ def main():
             or args.min_interval_ms < 0 or args.lv_startup_ms < 0 or args.jpeg_align < 0
             or args.connect_data < 0):
         ap.error("--frames >= 1; ms values, --jpeg-align, --connect-data >= 0; --chunk >= 1")
+    if not args.card:
+        card_only = [f for f, on in (("--card-files", args.card_files != 0),
+                                     ("--shots-on-card", args.shots_on_card),
+                                     ("--transfer-session", args.transfer_session != "any"),
+                                     ("--transfer-enable-ms", args.transfer_enable_ms != 200),
+                                     ("--hidden-card", args.hidden_card != "unavailable"),
+                                     ("--lv-during-transfer", args.lv_during_transfer != "off"),
+                                     ("--break-card-read-once", args.break_card_read_once)) if on]
+        if card_only:
+            ap.error("%s: only with --card" % ", ".join(card_only))
+    if not 0 <= args.card_files <= MAX_CARD_FILES or args.transfer_enable_ms < 0:
+        ap.error("--card-files 0..%d; --transfer-enable-ms >= 0" % MAX_CARD_FILES)
     fm = args.focus_mode_code
     known = {P_WB, P_FNUMBER, P_EXPPROG, P_EV, P_SHUTTER, P_COLORTEMP, P_ISO, P_FOCUS_FOUND,
              P_OBJ_IN_MEMORY, P_LV_STATUS, P_LV_EFFECT, P_POSITION_KEY, P_LV_QUALITY} | set(CONTROLS)
+    if args.card:
+        known.add(P_CONTENT_TRANSFER)
     if not 0 < fm < 0x10000 or fm in known:
         ap.error("--focus-mode-code: a free 16-bit property code")
 
@@ -1453,7 +2029,7 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="sony_ptp_cam_")
     try:
-        lv_frames, stills = make_images(args, tmp)
+        lv_frames, stills, thumbs = make_images(args, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for i, f in enumerate(lv_frames):
@@ -1465,7 +2041,7 @@ def main():
         sys.exit(2)
 
     logs = (JsonLog(args.log), JsonLog(args.frames_log), JsonLog(args.shots_log))
-    cam = Camera(args, lv_frames, stills, logs)
+    cam = Camera(args, lv_frames, stills, logs, thumbs)
 
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     lsock = socket.socket(family, socket.SOCK_STREAM)
