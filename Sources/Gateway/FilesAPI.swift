@@ -27,7 +27,10 @@ extension ControlAPI {
             guard let listed = try await mapErrors(unsupported: .notImplemented, { try await card.file(at: path) }) else {
                 throw APIError(.notFound, "\(cam.id) has no file \(path)")
             }
+            let query = request.uri.queryParameters
+            if query.get("thumbnail") != nil { return try await thumbnail(cam, card, listed) }
             let file = try await mapErrors(unsupported: .notImplemented) { try await card.resolve(listed) }
+            if query.get("preview") != nil { return try await preview(cam, card, file) }
             var headers: HTTPFields = [.contentType: file.contentType]
             let shownName = file.name.map { $0 == "\"" || $0 == "\\" || $0.isNewline ? "_" : $0 }
             headers[.contentDisposition] = "attachment; filename=\"\(String(shownName))\""
@@ -79,14 +82,60 @@ extension ControlAPI {
             guard let file = try await mapErrors(unsupported: .notImplemented, { try await card.file(at: path) }) else {
                 throw APIError(.notFound, "\(cam.id) has no file \(path)")
             }
-            let bytes = try await mapErrors(unsupported: .notImplemented) { try await card.thumbnail(of: file) }
-            guard JPEGScanner.hasSOI(bytes, at: bytes.startIndex) else {
-                throw APIError(.badGateway, "\(cam.id) sent no JPEG as the thumbnail of \(path)")
-            }
-            var headers: HTTPFields = [.contentType: "image/jpeg"]
-            headers[.cacheControl] = "max-age=3600"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            return try await thumbnail(cam, card, file)
         }
+    }
+
+    /// The camera's thumbnail of a listed file (`…/thumbnails/{path}`, `…/files/{path}?thumbnail`).
+    static func thumbnail(_ cam: CameraRuntime, _ card: any CardBrowsing, _ file: CameraFile) async throws -> Response {
+        guard card.hasThumbnails else { throw APIError(.notImplemented, "\(cam.id) makes no thumbnails; download the file") }
+        let bytes = try await mapErrors(unsupported: .notImplemented) { try await card.thumbnail(of: file) }
+        guard JPEGScanner.hasSOI(bytes, at: bytes.startIndex) else {
+            throw APIError(.badGateway, "\(cam.id) sent no JPEG as the thumbnail of \(file.path)")
+        }
+        return jpegResponse(bytes)
+    }
+
+    /// Largest picture `?preview` reads from the camera.
+    static let previewSourceLimit = 64 << 20
+
+    /// `…/files/{path}?preview`: a screen-sized JPEG (longer side ≥ 1280 where the picture has it)
+    /// made from a JPEG on the card by decoding it reduced; for other files (RAW, movies) the
+    /// camera's thumbnail where it makes one.
+    static func preview(_ cam: CameraRuntime, _ card: any CardBrowsing, _ file: CameraFile) async throws -> Response {
+        guard file.contentType == "image/jpeg" else {
+            guard card.hasThumbnails else {
+                throw APIError(.notImplemented, "\(cam.id) makes no thumbnails and livegate makes previews of JPEG pictures only; download the file")
+            }
+            return try await thumbnail(cam, card, file)
+        }
+        guard file.size <= previewSourceLimit else {
+            throw APIError(.contentTooLarge, "\(file.path) is \(file.size) bytes; livegate makes previews of pictures up to \(previewSourceLimit >> 20) MiB")
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(file.size)
+        try await mapErrors(unsupported: .notImplemented) {
+            try await card.download(file) { buf in
+                guard bytes.count + buf.readableBytes <= previewSourceLimit else {
+                    throw APIError(.contentTooLarge, "\(file.path) is larger than \(previewSourceLimit >> 20) MiB")
+                }
+                bytes += buf.readableBytesView
+            }
+        }
+        guard file.size == 0 || bytes.count == file.size else {
+            throw APIError(.badGateway, "\(file.path): the camera sent \(bytes.count) bytes, its listing says \(file.size)")
+        }
+        let made: [UInt8]
+        do { made = try JPEGPreview.make(bytes) } catch {
+            throw APIError(.badGateway, "\(file.path) is not a JPEG livegate can read: \(error)")
+        }
+        return jpegResponse(made)
+    }
+
+    static func jpegResponse(_ bytes: [UInt8]) -> Response {
+        var headers: HTTPFields = [.contentType: "image/jpeg"]
+        headers[.cacheControl] = "max-age=3600"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     static func browsing(_ context: BasicRequestContext, _ model: any ControlModel) throws -> (CameraRuntime, any CardBrowsing) {

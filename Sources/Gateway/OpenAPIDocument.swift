@@ -456,8 +456,26 @@ paths:
     get:
       tags: [card]
       operationId: downloadCardFile
-      summary: One listed file, streamed from the camera, with single-range support.
+      summary: One listed file, streamed from the camera, with single-range support; or its thumbnail or a preview.
       parameters:
+        - name: thumbnail
+          in: query
+          required: false
+          description: >-
+            Present (any value, or none): the camera's thumbnail of the file instead (image/jpeg,
+            as `/thumbnails/{path}`; 501 when the camera makes none).
+          schema:
+            type: string
+        - name: preview
+          in: query
+          required: false
+          description: >-
+            Present (any value, or none): a screen-sized image/jpeg instead. A JPEG picture is read
+            from the camera (at most 64 MiB, else 413) and decoded reduced by ½, ¼ or ⅛ as far as
+            its longer side stays at least 1280 pixels (a smaller picture stays whole), then encoded
+            again; for other files the camera's thumbnail (501 when it makes none).
+          schema:
+            type: string
         - name: Range
           in: header
           required: false
@@ -532,6 +550,12 @@ paths:
                 $ref: '#/components/schemas/ErrorResponse'
         '409':
           $ref: '#/components/responses/CameraRefusedAction'
+        '413':
+          description: "`?preview` of a picture larger than 64 MiB."
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/ErrorResponse'
         '416':
           description: The range cannot be served.
           headers:

@@ -44,9 +44,12 @@ public final class JPEGDecoder {
         return (Int(w), Int(h), JPEGSubsampling(tj: ss))
     }
 
-    /// Decodes `jpeg` into `picture` (resized to the JPEG's size) as I420.
-    public func decode(_ jpeg: UnsafeRawBufferPointer, into picture: I420Picture) throws {
-        let (w, h, ss) = try header(of: jpeg)
+    /// Decodes `jpeg` into `picture` (resized to the JPEG's size, or to it reduced by `reduction`:
+    /// 1, 2, 4 or 8, done by the decoder's DCT scaling) as I420.
+    public func decode(_ jpeg: UnsafeRawBufferPointer, into picture: I420Picture, reduction: Int = 1) throws {
+        let (fullW, fullH, ss) = try header(of: jpeg)
+        guard [1, 2, 4, 8].contains(reduction) else { throw JPEGError.codec("reduction \(reduction) is not 1, 2, 4 or 8") }
+        let w = (fullW + reduction - 1) / reduction, h = (fullH + reduction - 1) / reduction
         picture.resize(width: w, height: h)
         let l = picture.layout
         let src = jpeg.baseAddress?.assumingMemoryBound(to: UInt8.self)
@@ -203,5 +206,24 @@ public final class JPEGEncoder {
         frame.setJPEG(bytes)
         frame.width = picture.width
         frame.height = picture.height
+    }
+}
+
+/// A screen-sized copy of a picture: decoded with the largest DCT reduction (½, ¼, ⅛) that keeps
+/// its longer side at least `longSide` (a smaller picture stays whole), encoded again as 4:2:0.
+public enum JPEGPreview {
+    public static func make(_ jpeg: [UInt8], longSide: Int = 1280, quality: Int = 85) throws -> [UInt8] {
+        let decoder = try JPEGDecoder()
+        decoder.fastDCT = false
+        let picture = I420Picture(width: 16, height: 16)
+        return try jpeg.withUnsafeBytes { raw in
+            let (w, h, _) = try decoder.header(of: raw)
+            let long = max(w, h)
+            let reduction = [8, 4, 2].first { (long + $0 - 1) / $0 >= longSide } ?? 1
+            try decoder.decode(raw, into: picture, reduction: reduction)
+            let encoder = try JPEGEncoder(quality: quality)
+            let bytes = try encoder.encode(picture)
+            return withExtendedLifetime(encoder) { Array(bytes) }
+        }
     }
 }

@@ -2,6 +2,7 @@ import CameraEmulators
 import CameraWire
 import Foundation
 import Gateway
+import JPEGKit
 import Logging
 import NIOPosix
 import Testing
@@ -71,6 +72,20 @@ import Testing
         #expect(emu.thumbnail(names[0]) != emu.thumbnail(names[1]))
         #expect(try await get("\(base)/api/v1/cameras/cam0/thumbnails/DCIM/100OLYMP/NOPE.JPG").code == "404")
         #expect(try await get("\(base)/api/v1/cameras/cam0/thumbnails/DCIM/../../etc/passwd").code.hasPrefix("4"))
+
+        // The same through the file's own address, `?thumbnail`; `?preview` is a JPEG livegate
+        // makes from the picture (this small one stays whole: the same size, encoded again).
+        for query in ["?thumbnail", "?thumbnail=1"] {
+            let t = try await get("\(base)/api/v1/cameras/cam0/files/DCIM/100OLYMP/\(names[0])\(query)")
+            #expect(t.code == "200" && t.body == emu.thumbnail(names[0]), "\(query): \(t.code)")
+        }
+        let preview = try await get("\(base)/api/v1/cameras/cam0/files/DCIM/100OLYMP/\(names[1])?preview")
+        #expect(preview.code == "200" && preview.body != camera, "\(preview.code)")
+        let decoder = try JPEGDecoder()
+        let shown = try preview.body.withUnsafeBytes { try decoder.header(of: $0) }
+        let original = try camera.withUnsafeBytes { try decoder.header(of: $0) }
+        #expect(shown.width == original.width && shown.height == original.height, "\(shown) from \(original)")
+        #expect(try await get("\(base)/api/v1/cameras/cam0/files/DCIM/100OLYMP/NOPE.JPG?preview").code == "404")
         server.cancel()
         await gateway.stop()
         await emu.stop()

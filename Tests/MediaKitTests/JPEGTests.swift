@@ -259,6 +259,29 @@ struct JPEGTests {
     }
 }
 
+@Suite("Previews of card pictures")
+struct JPEGPreviewTests {
+    /// A 4000×3000 picture becomes 2000×1500 (the largest DCT reduction that keeps the longer side
+    /// ≥ 1280), a 1600×1200 one stays whole, and what is not a JPEG is an error.
+    @Test func theLargestReductionThatKeepsTheLongSide() throws {
+        let encoder = try JPEGEncoder(quality: 90)
+        let decoder = try JPEGDecoder()
+        for (w, h, want) in [(4000, 3000, (2000, 1500)), (1600, 1200, (1600, 1200)), (640, 480, (640, 480)), (6000, 4000, (1500, 1000))] {
+            let picture = I420Picture(width: w, height: h)
+            picture.fill(y: 90, u: 100, v: 160)
+            let jpeg = try withExtendedLifetime(encoder) { Array(try encoder.encode(picture)) }
+            let preview = try JPEGPreview.make(jpeg)
+            let got = try preview.withUnsafeBytes { try decoder.header(of: $0) }
+            #expect(got.width == want.0 && got.height == want.1, "\(w)×\(h) → \(got.width)×\(got.height)")
+            // The colour survives the round trip.
+            let back = I420Picture(width: 16, height: 16)
+            try preview.withUnsafeBytes { try decoder.decode($0, into: back) }
+            #expect(abs(Int(back.luma(x: got.width / 2, y: got.height / 2)) - 90) <= 3)
+        }
+        #expect(throws: (any Error).self) { try JPEGPreview.make(Array("not a picture".utf8)) }
+    }
+}
+
 @Suite("Pipeline templates")
 struct PipelineTemplateTests {
     @Test func embeddedTextEqualsPipelinesFolder() throws {
