@@ -13,8 +13,28 @@ actor AsyncMutex {
         await withCheckedContinuation { waiters.append($0) }
     }
 
+    /// Takes the lock only when it is free.
+    func tryLock() -> Bool {
+        guard !locked else { return false }
+        locked = true
+        return true
+    }
+
     func unlock() {
         if waiters.isEmpty { locked = false } else { waiters.removeFirst().resume() }
+    }
+
+    /// Runs `body` holding the lock if it is free now; nil (without waiting) when it is not.
+    nonisolated func withLockIfFree<T: Sendable>(_ body: () async throws -> T) async rethrows -> T? {
+        guard await tryLock() else { return nil }
+        do {
+            let v = try await body()
+            await unlock()
+            return v
+        } catch {
+            await unlock()
+            throw error
+        }
     }
 
     /// Runs `body` holding the lock.

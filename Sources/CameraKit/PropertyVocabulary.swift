@@ -57,6 +57,8 @@ public enum CameraControlError: Error, Sendable, CustomStringConvertible {
     case unavailable(String)
     /// The camera refused an action in its current state (wrong mode, card full…) (HTTP 409).
     case refused(String)
+    /// What was asked for is not (or no longer) on the camera: a file, its thumbnail (HTTP 404).
+    case notFound(String)
 
     public var description: String {
         switch self {
@@ -66,6 +68,7 @@ public enum CameraControlError: Error, Sendable, CustomStringConvertible {
         case .camera(let code, let message): return "camera error \(code): \(message)"
         case .unavailable(let why): return "camera unavailable: \(why)"
         case .refused(let why): return "camera refused: \(why)"
+        case .notFound(let what): return "not on the camera: \(what)"
         }
     }
 }

@@ -372,6 +372,8 @@ public enum ControlAPI {
                 throw APIError(.serviceUnavailable, plain(why))
             case .refused(let why):
                 throw APIError(.conflict, "camera refused: \(why)")
+            case .notFound(let what):
+                throw APIError(.notFound, "not on the camera: \(what)")
             }
         }
     }

@@ -4,6 +4,7 @@ import GatewayAPI
 import Hummingbird
 import HTTPTypes
 import JPEGKit
+import LiveViewCore
 import NIOCore
 
 /// The card over HTTP: `GET /api/v1/cameras/{id}/files` (paged listing) and
@@ -98,6 +99,11 @@ extension ControlAPI {
 
     /// Largest picture `?preview` reads from the camera.
     static let previewSourceLimit = 64 << 20
+    /// Previews made at once (each holds its picture in memory); more are told to come back.
+    static let previewsAtOnce = 2
+    static let previewsRunning = Atomic<Int>(0)
+    /// Where previews are decoded: off the cooperative pool, one at a time.
+    static let previewQueue = DispatchQueue(label: "livegate.preview")
 
     /// `…/files/{path}?preview`: a screen-sized JPEG (longer side ≥ 1280 where the picture has it)
     /// made from a JPEG on the card by decoding it reduced; for other files (RAW, movies) the
@@ -112,6 +118,11 @@ extension ControlAPI {
         guard file.size <= previewSourceLimit else {
             throw APIError(.contentTooLarge, "\(file.path) is \(file.size) bytes; livegate makes previews of pictures up to \(previewSourceLimit >> 20) MiB")
         }
+        guard previewsRunning.wrappingAdd(1, ordering: .relaxed).newValue <= previewsAtOnce else {
+            previewsRunning.wrappingSubtract(1, ordering: .relaxed)
+            throw APIError(.serviceUnavailable, "livegate is making \(previewsAtOnce) previews already; try again in a moment")
+        }
+        defer { previewsRunning.wrappingSubtract(1, ordering: .relaxed) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(file.size)
         try await mapErrors(unsupported: .notImplemented) {
@@ -125,9 +136,14 @@ extension ControlAPI {
         guard file.size == 0 || bytes.count == file.size else {
             throw APIError(.badGateway, "\(file.path): the camera sent \(bytes.count) bytes, its listing says \(file.size)")
         }
+        let source = bytes
         let made: [UInt8]
-        do { made = try JPEGPreview.make(bytes) } catch {
-            throw APIError(.badGateway, "\(file.path) is not a JPEG livegate can read: \(error)")
+        do {
+            made = try await withCheckedThrowingContinuation { done in
+                previewQueue.async { done.resume(with: Result { try JPEGPreview.make(source) }) }
+            }
+        } catch {
+            throw APIError(.badGateway, "\(file.path) is not a JPEG livegate can make a preview of: \(error)")
         }
         return jpegResponse(made)
     }

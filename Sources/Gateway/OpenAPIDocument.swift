@@ -473,7 +473,8 @@ paths:
             Present (any value, or none): a screen-sized image/jpeg instead. A JPEG picture is read
             from the camera (at most 64 MiB, else 413) and decoded reduced by ½, ¼ or ⅛ as far as
             its longer side stays at least 1280 pixels (a smaller picture stays whole), then encoded
-            again; for other files the camera's thumbnail (501 when it makes none).
+            again; for other files the camera's thumbnail (501 when it makes none). At most two
+            previews are made at once (503 beyond); a header claiming more than 200 megapixels is 502.
           schema:
             type: string
         - name: Range

@@ -211,13 +211,19 @@ public final class JPEGEncoder {
 
 /// A screen-sized copy of a picture: decoded with the largest DCT reduction (½, ¼, ⅛) that keeps
 /// its longer side at least `longSide` (a smaller picture stays whole), encoded again as 4:2:0.
+/// A header claiming more than `maxPixels` is refused before anything is decoded.
 public enum JPEGPreview {
+    public static let maxPixels = 200_000_000
+
     public static func make(_ jpeg: [UInt8], longSide: Int = 1280, quality: Int = 85) throws -> [UInt8] {
         let decoder = try JPEGDecoder()
         decoder.fastDCT = false
         let picture = I420Picture(width: 16, height: 16)
         return try jpeg.withUnsafeBytes { raw in
             let (w, h, _) = try decoder.header(of: raw)
+            guard w > 0, h > 0, w * h <= maxPixels else {
+                throw JPEGError.codec("a picture of \(w)×\(h) pixels is more than livegate makes previews of")
+            }
             let long = max(w, h)
             let reduction = [8, 4, 2].first { (long + $0 - 1) / $0 >= longSide } ?? 1
             try decoder.decode(raw, into: picture, reduction: reduction)

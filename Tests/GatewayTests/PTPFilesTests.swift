@@ -96,10 +96,16 @@ import Testing
         let part = try await get("\(base)/api/v1/cameras/cam0/files/DCIM/100MSDCF/DSC09004.MP4", ["-r", "2000000-2000999"])
         #expect(part.code == "206" && part.body == Array(movie[2_000_000...2_000_999]))
 
-        // A capture while the card is shown: contents transfer is left, then the release is taken.
+        // A capture while the card is shown: contents transfer is left before the release.
+        emu.clearRequests()
+        #expect(try await get("\(base)/api/v1/cameras/cam0/files/DCIM/100MSDCF/DSC09001.JPG").code == "200")
         let shot = try await gateway.capture(camera: cam, autofocus: false)
         #expect(shot.count == 1 && Array(FileManager.default.contents(atPath: shot.first?.path ?? "") ?? Data()) == emu.sonyShots.last)
-        #expect(modes().last == [2, 0, 0], "\(modes())")
+        let order = emu.requests.compactMap { r -> String? in
+            r.code == 0x9212 ? "mode \(r.params.dropFirst().first ?? 9)" : r.code == 0x9207 && r.params.first == 0xD2C2 ? "release" : nil
+        }
+        let leave = order.firstIndex(of: "mode 0"), release = order.firstIndex(of: "release")
+        #expect(leave != nil && release != nil && leave! < release! && !order[leave!..<release!].contains("mode 1"), "\(order)")
 
         // The card again, then idle: the mode is left and live view comes back.
         #expect(try await get("\(base)/api/v1/cameras/cam0/files").code == "200")

@@ -195,7 +195,7 @@ import Testing
                 if whole.code == "200" { break }
                 try await Task.sleep(for: .seconds(1))
             }
-            #expect(whole.code == "200" && SHA256.hex(whole.body) == movie["sha256"] as? String, "\(whole.code) \(whole.body.count) bytes")
+            #expect(whole.code == "200" && SHA256.hex(whole.body) == movie["sha256"] as? String, "\(whole.code) \(whole.body.count) bytes \(String(decoding: whole.body.prefix(300), as: UTF8.self))")
             let frames = cam.driver.stats.frames
             #expect(await waitUntil(timeout: 20) { cam.driver.stats.frames > frames + 10 }, "live view did not come back")
         }

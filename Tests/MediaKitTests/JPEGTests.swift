@@ -279,6 +279,13 @@ struct JPEGPreviewTests {
             #expect(abs(Int(back.luma(x: got.width / 2, y: got.height / 2)) - 90) <= 3)
         }
         #expect(throws: (any Error).self) { try JPEGPreview.make(Array("not a picture".utf8)) }
+        // A small file whose frame header claims 65535×65535 is refused before any decoding.
+        let small = I420Picture(width: 64, height: 48)
+        small.fill(y: 90, u: 100, v: 160)
+        var liar = try withExtendedLifetime(encoder) { Array(try encoder.encode(small)) }
+        let sof = try #require((0..<(liar.count - 9)).first { liar[$0] == 0xFF && liar[$0 + 1] == 0xC0 })
+        for i in 5...8 { liar[sof + i] = 0xFF }
+        #expect(throws: (any Error).self) { try JPEGPreview.make(liar) }
     }
 }
 

@@ -590,9 +590,11 @@ final class PTPEmulatorModel: Sendable {
                 }
                 return PTPReply(code: PTPResponse.ok)
             }
-        case 0x1009 where p0 == PTPEvent.sonyLiveViewHandle && transferOn,
-             0x1009 where p0 == PTPEvent.sonyLiveViewHandle && state.withLock({ $0.sonySessionMode == 1 }):
-            return PTPReply(code: PTPResponse.accessDenied)  // no live view while the card is shown
+        case 0x1009 where p0 == PTPEvent.sonyLiveViewHandle && state.withLock({ $0.sonySessionMode == 1 }):
+            return PTPReply(code: PTPResponse.accessDenied)
+        case 0x1008 where shotOrLiveView && transferOn, 0x1009 where shotOrLiveView && transferOn:
+            // The harsher reading: neither live view nor the shot for the PC while the card is shown.
+            return PTPReply(code: PTPResponse.storeNotAvailable)
         case 0x9207 where transferOn:
             return PTPReply(code: PTPResponse.deviceBusy)
         default:

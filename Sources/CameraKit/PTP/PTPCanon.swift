@@ -193,7 +193,7 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
     /// (coordinate origin UNCONFIRMED in the notes).
     func touch(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws {
         guard let f = cache.withLock({ $0.focus }), f.sensorWidth > 0, f.sensorHeight > 0 else {
-            throw CameraControlError.notSupported("touch-AF: the camera has not reported FocusInfoEx (sensor size)")
+            throw CameraControlError.unavailable("touch-AF: the camera has not reported FocusInfoEx (sensor size) yet")
         }
         let space = AFCoordinateSpace(width: Double(f.sensorWidth), height: Double(f.sensorHeight))
         let p = space.toCamera(x: x, y: y, imageWidth: imageWidth, imageHeight: imageHeight)

@@ -7,6 +7,8 @@ import Foundation
 /// handle lists compared, Sony's PC remote with the shot handed over at 0xFFFFC001 (§8.4).
 extension PTPDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
+        // A capture asked while the camera reconnects waits for it (≤ 5 s).
+        _ = await lifecycle.streaming(within: .seconds(5))
         let session = try current()
         defer { cardListing.invalidate() }
         do {
@@ -15,10 +17,7 @@ extension PTPDriver: StillCapturing {
                 return try await canon.release(autofocus: autofocus, bodySink: imageSink.withLock { $0 })
             }
             if let fuji = session as? FujiPTPSession { return try await fuji.captureToCard(bodySink: imageSink.withLock { $0 }) }
-            if let sony = session as? SonyPTPSession {
-                await leaveSonyTransfer(sony)
-                return try await sony.captureToPC(autofocus: autofocus, bodySink: imageSink.withLock { $0 })
-            }
+            if let sony = session as? SonyPTPSession { return try await captureOnSony(sony, autofocus: autofocus) }
         } catch let e as PTPTransportError {
             throw CameraControlError.unavailable("\(e)")
         } catch let e as PTPShotCarriedOver {
@@ -61,7 +60,7 @@ extension PTPDriver: StillCapturing {
         } else if let fuji = session as? FujiPTPSession, !fuji.isCapturing, fuji.cardWatch.due() {
             found = await fuji.newObjectsOnTheCard()
             fetch = { h, n in try await fuji.fetchImage(h, name: n, fromBody: true) }
-        } else if let sony = session as? SonyPTPSession, !sony.isCapturing, !sonyCard.isOpen, sony.bodyShots.due() {
+        } else if let sony = session as? SonyPTPSession, !sony.isCapturing, !sony.inTransfer, sony.bodyShots.due() {
             // The body keeps no copy for the PC: each waiting shot is taken now, in order, on this
             // connection (the handle is always 0xFFFFC001, so they cannot be fetched in parallel).
             await sony.transferWaitingShots(to: sink)

@@ -49,7 +49,12 @@ extension PTPDriver: CardBrowsing {
     static let cardBlock = 1 << 20
 
     public func listFiles() async throws -> [CameraFile] {
-        try await withCard { base in try await list(on: base) }
+        // A young listing of this session is answered without the camera (a Sony stays shooting).
+        if let base = sessionBox.withLock({ $0 }) as? PTPVendorBase, cardHandles.withLock({ $0.session === base }),
+           let fresh = cardListing.fresh {
+            return fresh.values.sorted { $0.path < $1.path }
+        }
+        return try await withCard { base in try await list(on: base) }
     }
 
     /// The card as `base`'s session sees it: the kept listing while it is young and that session's,
@@ -130,6 +135,7 @@ extension PTPDriver: CardBrowsing {
 
     /// Runs card operations on the open session (transport failures become `unavailable`).
     private func withCard<T: Sendable>(_ body: (PTPVendorBase) async throws -> T) async throws -> T {
+        _ = await lifecycle.streaming(within: .seconds(5))  // a reconnect under way
         guard let base = try current() as? PTPVendorBase else { throw CameraControlError.notSupported("the card") }
         do {
             if base is SonyPTPSession { return try await withSonyCard { try await body($0) } }

@@ -112,8 +112,8 @@ public final class PTPDriver: CameraDriver, Sendable {
     let logger: Logger
     private let cameraIndex: Int
     private let pool = FramePool(capacity: 24, frameBytes: 512 * 1024)
-    private let lifecycle: DriverLifecycle
-    private let sessionBox = Mutex<(any PTPVendorSession)?>(nil)
+    let lifecycle: DriverLifecycle
+    let sessionBox = Mutex<(any PTPVendorSession)?>(nil)
     /// Where pictures shot on the body go (`StillCapturing.setImageSink`).
     let imageSink = Mutex<CameraImageSink?>(nil)
     /// Canon: what one session leaves to the next (`CanonCarryOver`).
@@ -228,11 +228,13 @@ public final class PTPDriver: CameraDriver, Sendable {
             // in mode 2 (remote control with transfer), else the ordinary session.
             var openedForTransfer = false
             if vendorBox.withLock({ $0 }) == .sony, sonyOpening.withLock({ $0 }) == .forTransfer {
-                let r = try await transport.transact(PTPOperation.sonySDIOOpenSession, [1, 2], dataOut: nil, timeout: requestTimeout)
-                openedForTransfer = r.ok
-                if !r.ok {
-                    logger.warning("ptp \(endpoint): the camera refused a session for transfer (0x\(String(r.code, radix: 16))); its card stays out of reach")
+                // Refused, or no answer: ordinary sessions from now on (the card stays out of reach).
+                let r = try? await transport.transact(PTPOperation.sonySDIOOpenSession, [1, 2], dataOut: nil, timeout: requestTimeout)
+                openedForTransfer = r?.ok == true
+                if !openedForTransfer {
+                    logger.warning("ptp \(endpoint): the camera refused a session for transfer (\(r.map { "0x" + String($0.code, radix: 16) } ?? "no answer")); its card stays out of reach")
                     sonyOpening.withLock { $0 = .transferRefused }
+                    if r == nil { throw PTPTransportError.timeout("SDIO_OpenSession was not answered") }
                 }
             }
             if !openedForTransfer {
@@ -276,6 +278,14 @@ public final class PTPDriver: CameraDriver, Sendable {
     private func session(publisher: FramePublisher) async throws {
         let s = try await open()
         sessionBox.withLock { $0 = s }
+        var frames = 0
+        defer {
+            // A session opened for transfer that showed no live view: ordinary sessions again.
+            if let sony = s as? SonyPTPSession, sony.openedForTransfer, frames == 0 {
+                logger.warning("ptp \(endpoint): no live view in a session opened for transfer; back to ordinary sessions (no card)")
+                sonyOpening.withLock { $0 = .transferRefused }
+            }
+        }
         try await s.startLiveView()
         let interval = UInt64(1e9 / max(endpoint.maxFPS, 0.1))
         let stallNanos = stallTimeout.nanoseconds
@@ -286,6 +296,22 @@ public final class PTPDriver: CameraDriver, Sendable {
             if !s.pushed {
                 let now = MonotonicClock.nanos()
                 if nextDue > now { try await Task.sleep(for: .nanoseconds(Int64(nextDue - now))) }
+            }
+            if let sony = s as? SonyPTPSession, sony.inTransfer {
+                // Contents transfer: no live view is asked for; the mode is left once the card
+                // has been idle for the linger.
+                if sony.broken.load(ordering: .acquiring) {
+                    throw PTPTransportError.closed("the connection broke during card work")
+                }
+                lastFrame = MonotonicClock.nanos()
+                if sonyCard.shouldClose {
+                    await sonyCard.closeIfIdle {
+                        await sony.leaveContentsTransfer()
+                        sonyCard.left()
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(100))
+                continue
             }
             let started = MonotonicClock.nanos()
             var got = 0
@@ -308,6 +334,7 @@ public final class PTPDriver: CameraDriver, Sendable {
             switch r {
             case .frame where got > 0:
                 lastFrame = now
+                frames += got
                 nextDue = started + interval
                 busyDelay = 3_000_000
                 lifecycle.frameArrived()
@@ -321,15 +348,8 @@ public final class PTPDriver: CameraDriver, Sendable {
                 let cap: UInt64 = now - lastFrame > 500_000_000 ? 50_000_000 : 8_000_000
                 busyDelay = min(busyDelay * 3 / 2, cap)
             }
-            if let sony = s as? SonyPTPSession, sonyCard.isOpen {
-                // Card work holds contents transfer, where the body may send no live view.
-                lastFrame = now
-                if sonyCard.shouldClose {
-                    await sonyCard.closeIfIdle {
-                        await sony.leaveContentsTransfer()
-                        sonyCard.left()
-                    }
-                }
+            if s is SonyPTPSession, sonyCard.isOpen {
+                lastFrame = now  // card work is about to hold contents transfer
             } else if now - lastFrame > stallNanos {
                 throw PTPTransportError.timeout("no live-view frame for \((now - lastFrame) / 1_000_000) ms")
             }

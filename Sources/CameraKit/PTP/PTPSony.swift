@@ -12,6 +12,13 @@ final class SonyPTPSession: PTPVendorBase, PTPVendorSession {
     let openedForTransfer: Bool
     /// Contents-transfer mode is on (the card can be read; live view and releases may pause).
     let transferOn = Mutex(false)
+    /// The setup is done and live view asked for (card work waits for it).
+    let ready = Atomic<Bool>(false)
+    /// Card work found the connection broken (the session loop, which asks nothing meanwhile,
+    /// ends the session).
+    let broken = Atomic<Bool>(false)
+    /// The operations the body's SDIO_GetExtDeviceInfo lists (with DeviceInfo's).
+    let vendorOperations = Mutex<Set<UInt16>>([])
 
     init(link: PTPLink, openedForTransfer: Bool = false) {
         self.link = link
@@ -30,11 +37,38 @@ final class SonyPTPSession: PTPVendorBase, PTPVendorSession {
     func startLiveView() async throws {
         try await callOK(PTPOperation.sonySDIOConnect, [1, 0, 0])
         try await callOK(PTPOperation.sonySDIOConnect, [2, 0, 0])
-        let ext = try await call(PTPOperation.sonySDIOGetExtDeviceInfo, [300, 1])
-        if !ext.ok { try await callOK(PTPOperation.sonySDIOGetExtDeviceInfo, [200, 1]) }
+        var ext = try await call(PTPOperation.sonySDIOGetExtDeviceInfo, [300, 1])
+        if !ext.ok { ext = try await callOK(PTPOperation.sonySDIOGetExtDeviceInfo, [200, 1]) }
+        vendorOperations.withLock { $0 = Self.extOperations(ext.data) }
         try await callOK(PTPOperation.sonySDIOConnect, [3, 0, 0])
         _ = try await call(PTPOperation.sonySDIOSetExtDevicePropValue, [UInt32(Self.priorityMode)], data: [1])
+        if openedForTransfer {
+            // The newer API's session (ptp.md §2.3): live view and postviews are switched on.
+            _ = try await call(PTPOperation.sonySDIOControlDevice, [UInt32(Self.setLiveViewEnable)], data: [2, 0])
+            _ = try await call(PTPOperation.sonySDIOControlDevice, [UInt32(Self.setPostViewEnable)], data: [2, 0])
+        }
         _ = try await call(PTPOperation.getObjectInfo, [PTPEvent.sonyLiveViewHandle])
+        ready.store(true, ordering: .releasing)
+    }
+
+    static let setLiveViewEnable: UInt16 = 0xD313
+    static let setPostViewEnable: UInt16 = 0xD312
+
+    /// The operation codes of SDIO_GetExtDeviceInfo's answer as far as they read as
+    /// {u16 version, AUINT16 operations, …} (the notes give no layout; an answer that does not
+    /// read so gives none).
+    static func extOperations(_ data: [UInt8]) -> Set<UInt16> {
+        var r = PTPReader(data)
+        guard (try? r.u16()) != nil, let n = try? r.u32(), n <= 512, Int(n) * 2 <= r.remaining else { return [] }
+        var out: Set<UInt16> = []
+        for _ in 0..<n { if let op = try? r.u16() { out.insert(op) } }
+        return out
+    }
+
+    /// The body lists SDIO_OpenSession (in DeviceInfo or SDIO_GetExtDeviceInfo).
+    var offersTransferSession: Bool {
+        info.operations.contains(PTPOperation.sonySDIOOpenSession)
+            || vendorOperations.withLock { $0.contains(PTPOperation.sonySDIOOpenSession) }
     }
 
     func poll(_ emit: (WireFrame) -> Void) async throws -> PTPPoll {

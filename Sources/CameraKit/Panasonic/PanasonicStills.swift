@@ -474,7 +474,7 @@ extension PanasonicDriver: CardBrowsing {
     }
 
     public func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws {
-        guard let entry = try await cardEntries()[file.path] else { throw CameraControlError.notSupported("no file \(file.path)") }
+        guard let entry = try await cardEntries()[file.path] else { throw CameraControlError.notFound(file.path) }
         try await withCard { try await self.fetch(entry.resource, body: body) }
     }
 
@@ -495,7 +495,7 @@ extension PanasonicDriver: CardBrowsing {
 
     /// The camera's `DT…` thumbnail (or its `DL…` preview when it lists no thumbnail).
     public func thumbnail(of file: CameraFile) async throws -> [UInt8] {
-        guard let thumb = try await cardEntries()[file.path]?.thumbnail else { throw CameraControlError.notSupported("thumbnails of \(file.path)") }
+        guard let thumb = try await cardEntries()[file.path]?.thumbnail else { throw CameraControlError.notFound("a thumbnail of \(file.path)") }
         return try await withCard { try await self.fetchWhole(thumb) }
     }
 }

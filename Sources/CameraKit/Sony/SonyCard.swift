@@ -152,7 +152,7 @@ extension SonyDriver: CardBrowsing {
     }
 
     public func download(_ file: CameraFile, body: (ByteBuffer) async throws -> Void) async throws {
-        guard let entry = try await cardEntries()[file.path] else { throw CameraControlError.notSupported("no file \(file.path)") }
+        guard let entry = try await cardEntries()[file.path] else { throw CameraControlError.notFound(file.path) }
         let url = try cardURL(entry.url)
         try await withCard { try await stillClient.download(url, what: "GET \(url.target)", body: body) }
     }
@@ -175,7 +175,7 @@ extension SonyDriver: CardBrowsing {
 
     public func thumbnail(of file: CameraFile) async throws -> [UInt8] {
         guard let entry = try await cardEntries()[file.path], !entry.thumbnailURL.isEmpty else {
-            throw CameraControlError.notSupported("a thumbnail of \(file.path)")
+            throw CameraControlError.notFound("a thumbnail of \(file.path)")
         }
         let url = try cardURL(entry.thumbnailURL)
         return try await withCard {

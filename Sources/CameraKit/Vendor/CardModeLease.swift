@@ -56,16 +56,17 @@ final class CardModeLease: Sendable {
     }
 
     /// Ends the lease with `leave` (back to shooting) when nobody has used the card for the linger,
-    /// checked again under the lock, so card work that got its turn first is never cut short. True
-    /// when `leave` ran.
+    /// checked again under the lock, so card work that got its turn first is never cut short; when
+    /// the lock is taken (card work or a capture runs) the caller's loop is not held up behind it
+    /// and tries again later. True when `leave` ran.
     @discardableResult
     func closeIfIdle(_ leave: () async -> Void) async -> Bool {
         guard shouldClose else { return false }
-        return await serial.withLock {
+        return await serial.withLockIfFree {
             guard shouldClose else { return false }
             await leave()
             return true
-        }
+        } ?? false
     }
 
     /// True when the camera sits in its card mode that nobody has used for the linger.
