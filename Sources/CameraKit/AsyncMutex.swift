@@ -27,19 +27,17 @@ actor AsyncMutex {
     /// Runs `body` holding the lock if it is free now; nil (without waiting) when it is not.
     nonisolated func withLockIfFree<T: Sendable>(_ body: () async throws -> T) async rethrows -> T? {
         guard await tryLock() else { return nil }
-        do {
-            let v = try await body()
-            await unlock()
-            return v
-        } catch {
-            await unlock()
-            throw error
-        }
+        return try await holding(body)
     }
 
     /// Runs `body` holding the lock.
     nonisolated func withLock<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
         await lock()
+        return try await holding(body)
+    }
+
+    /// Runs `body` with the lock taken, and gives it back however `body` ends.
+    private nonisolated func holding<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
         do {
             let v = try await body()
             await unlock()

@@ -18,10 +18,12 @@ import LiveViewCore
 struct CameraService: Service {
     let id: String
     let stopper: CameraStopper
+    var order: ShutdownOrder?
 
     func run() async {
         for await _ in stopper.removed.cancelOnGracefulShutdown() {}
         await stopper.stop()
+        order?.note("camera \(id)")
         // Removed: idle until the group's graceful shutdown (or cancellation) reaches this service.
         try? await gracefulShutdown()
     }

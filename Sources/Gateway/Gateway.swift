@@ -30,6 +30,8 @@ public final class Gateway: ControlModel, Service, Sendable {
     /// The application's service group: each camera runs as a service in it (none in tests that
     /// run the gateway alone; `stop()` then stops the cameras itself).
     private let serviceGroup = Mutex<ServiceGroup?>(nil)
+    /// What the services stopped, in order, at the group's shutdown.
+    let shutdownOrder: ShutdownOrder
     private let runtimes = Mutex<[Camera]>([])
     private let nextIndex = Mutex(0)
     private let reloading = Mutex(false)
@@ -52,6 +54,7 @@ public final class Gateway: ControlModel, Service, Sendable {
         self.logger = logger
         self.group = group
         self.outputs = OutputSet(options: options, logger: logger)
+        self.shutdownOrder = ShutdownOrder(logger: logger)
         self.captureStore = CaptureStore(root: options.capturesDirectory)
         let events = EventStream()
         self.events = events
@@ -158,16 +161,33 @@ public final class Gateway: ControlModel, Service, Sendable {
         let stopper = CameraStopper(driver: driver, emulator: emulator)
         runtimes.withLock { $0.append(Camera(runtime: cam, spec: spec, stopper: stopper)) }
         if let group = serviceGroup.withLock({ $0 }) {
-            await group.addServiceUnlessShutdown(.init(service: CameraService(id: spec.id, stopper: stopper),
+            // Added after its graph's service, so a shutdown stops the camera, then its graph.
+            if let graph = outputs.graph(spec.id) {
+                await group.addServiceUnlessShutdown(.init(service: MediaGraphService(camera: spec.id, graph: graph, order: shutdownOrder),
+                                                           successTerminationBehavior: .ignore))
+            }
+            await group.addServiceUnlessShutdown(.init(service: CameraService(id: spec.id, stopper: stopper, order: shutdownOrder),
                                                        successTerminationBehavior: .ignore))
         }
     }
 
-    /// Runs every camera as a service of `group` (the application's), from the next camera
-    /// started on: call it before `start()`.
+    /// Runs every camera and its media graph as services of `group` (the application's), from the
+    /// next camera started on: call it before `start()`.
     public func runCameras(in group: ServiceGroup) {
         serviceGroup.withLock { $0 = group }
     }
+
+    /// The outputs' services for the application's group, to follow the gateway's and come before
+    /// the HTTP server's: the RTSP server, then HLS and WebRTC (a shutdown stops them in reverse,
+    /// after the HTTP server and before the gateway finishes the recordings).
+    public var outputServices: [ServiceGroupConfiguration.ServiceConfiguration] {
+        [.init(service: RTSPServerService(outputs: outputs, order: shutdownOrder)),
+         .init(service: HTTPMediaService(outputs: outputs, order: shutdownOrder))]
+    }
+
+    /// What the services stopped, in order, at the group's shutdown ("camera ID", "graph ID",
+    /// "http-media", "rtsp", "gateway").
+    public var stoppedInOrder: [String] { shutdownOrder.stopped }
 
     /// Stops one camera and takes it off every output; its recording is finished cleanly.
     func removeCamera(_ id: String) async {
@@ -259,6 +279,7 @@ public final class Gateway: ControlModel, Service, Sendable {
         try? await gracefulShutdown()
         logger.info("shutting down")
         await stop()
+        shutdownOrder.note("gateway")
     }
 
     public func urls(for camera: CameraRuntime) -> [String: String] {

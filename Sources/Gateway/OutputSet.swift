@@ -247,6 +247,19 @@ final class OutputSet: Sendable {
         await whep?.endReaper()
     }
 
+    /// Stops the RTSP server (its clients are told; the mounts go). Idempotent.
+    func stopRTSPServer() {
+        state.withLock { $0.rtsp }?.stop()
+    }
+
+    /// Stops HLS and WebRTC: their reapers first, then every session. Idempotent.
+    func stopHTTPMedia() async {
+        await endReapers()
+        let (hls, whep) = state.withLock { ($0.hls, $0.whep) }
+        hls?.stop()
+        whep?.stop()
+    }
+
     /// Stops everything; recordings are finished (EOS) first.
     func stop() {
         let s = state.withLock { s -> State in

@@ -227,11 +227,13 @@ struct Run: AsyncParsableCommand {
             configuration: .init(address: .hostname(options.listen, port: options.httpPort), serverName: "livegate"),
             onServerRunning: { _ in oneReady() },
             logger: logger)
-        // One group: the gateway (outputs and media graphs), the HTTP server, the SIGHUP reloader,
-        // and one service per camera that the gateway adds as it starts them. A graceful shutdown
-        // goes backwards: cameras, reloader, HTTP server, then the gateway finishes recordings.
+        // One group: the gateway, the RTSP server, HLS and WebRTC, the HTTP server, the SIGHUP
+        // reloader, and per camera its media graph and the camera, which the gateway adds as it
+        // starts them. A graceful shutdown goes backwards: cameras and graphs, reloader, HTTP
+        // server, HLS/WebRTC, RTSP server, then the gateway finishes the recordings.
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: gateway), .init(service: app), .init(service: ReloadOnHangup(gateway: gateway, logger: logger))],
+            services: [.init(service: gateway)] + gateway.outputServices
+                + [.init(service: app), .init(service: ReloadOnHangup(gateway: gateway, logger: logger))],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         gateway.runCameras(in: group)

@@ -6,10 +6,11 @@ import ServiceLifecycle
 import Testing
 import TestSupport
 
-/// Each camera is a service of the application's group: a graceful shutdown stops the cameras
-/// before the services the group was built with (the HTTP server, then the gateway that finishes
-/// recordings), and a camera removed by a reload is stopped at once without ending the group (its
-/// service idles until the group's shutdown reaches it, which then ends cleanly).
+/// Each camera and its media graph are services of the application's group, as are the RTSP
+/// server and HLS/WebRTC: a graceful shutdown stops the cameras and graphs before the services the
+/// group was built with (the outputs, then the gateway that finishes recordings), and a camera
+/// removed by a reload is stopped at once without ending the group (its service idles until the
+/// group's shutdown reaches it, which then ends cleanly).
 @Suite(.timeLimit(.minutes(2))) struct CameraServiceTests {
     /// A service of the group, shut down after every camera service: what each camera's driver
     /// said when its turn came.
@@ -39,8 +40,8 @@ import TestSupport
     @Test func camerasStopFirstOnAGracefulShutdownAndARemovedCameraStopsWithoutEndingTheGroup() async throws {
         let (gateway, options, logger) = try Self.gateway(["a=emulator:sony", "b=emulator:sony"], logLevel: .warning)
         let seen = Collected<[String: CameraState]?>(nil)
-        let group = ServiceGroup(configuration: .init(services: [.init(service: gateway),
-                                                                 .init(service: Witness(gateway: gateway, seen: seen))],
+        let group = ServiceGroup(configuration: .init(services: [.init(service: gateway)] + gateway.outputServices
+                                                          + [.init(service: Witness(gateway: gateway, seen: seen))],
                                                       logger: logger))
         gateway.runCameras(in: group)
         try await gateway.start()
@@ -64,6 +65,11 @@ import TestSupport
         try await running.value
         // Camera a's service had stopped its driver when the witness's turn came.
         #expect(seen.withLock { $0 } == ["a": .stopped], "states at the witness's shutdown: \(String(describing: seen.withLock { $0 }))")
+        // Every part is a service, stopped in the group's reverse order: each camera, then its
+        // media graph (b's service had stopped b when the reload removed it), then HLS/WebRTC, the
+        // RTSP server and last the gateway.
+        #expect(gateway.stoppedInOrder == ["camera b", "graph b", "camera a", "graph a", "http-media", "rtsp", "gateway"],
+                "\(gateway.stoppedInOrder)")
     }
 
     /// A reload before the gateway has started (its outputs not up yet) or once it is stopping is
