@@ -162,8 +162,8 @@ public final class Gateway: ControlModel, Service, Sendable {
         runtimes.withLock { $0.append(Camera(runtime: cam, spec: spec, stopper: stopper)) }
         if let group = serviceGroup.withLock({ $0 }) {
             // Added after its graph's service, so a shutdown stops the camera, then its graph.
-            if let graph = outputs.graph(spec.id) {
-                await group.addServiceUnlessShutdown(.init(service: MediaGraphService(camera: spec.id, graph: graph, order: shutdownOrder),
+            if outputs.graph(spec.id) != nil {
+                await group.addServiceUnlessShutdown(.init(service: MediaGraphService(camera: spec.id, outputs: outputs, order: shutdownOrder),
                                                            successTerminationBehavior: .ignore))
             }
             await group.addServiceUnlessShutdown(.init(service: CameraService(id: spec.id, stopper: stopper, order: shutdownOrder),

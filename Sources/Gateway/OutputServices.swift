@@ -19,12 +19,13 @@ import ServiceLifecycle
 /// down others fails the group).
 struct MediaGraphService: Service {
     let camera: String
-    let graph: CameraGraph
+    let outputs: OutputSet
     let order: ShutdownOrder
 
     func run() async {
         try? await gracefulShutdown()
-        graph.stop()
+        // Looked up now: a camera removed by a reload has no graph left (its service holds none).
+        if let graph = outputs.graph(camera) { await blocking("graph-stop-\(camera)") { graph.stop() } }
         order.note("graph \(camera)")
     }
 }
@@ -36,7 +37,8 @@ struct RTSPServerService: Service {
 
     func run() async {
         try? await gracefulShutdown()
-        outputs.stopRTSPServer()
+        let outputs = self.outputs
+        await blocking("rtsp-stop") { outputs.stopRTSPServer() }
         order.note("rtsp")
     }
 }

@@ -247,17 +247,23 @@ final class OutputSet: Sendable {
         await whep?.endReaper()
     }
 
-    /// Stops the RTSP server (its clients are told; the mounts go). Idempotent.
+    /// Stops the RTSP server (its clients are told; the mounts go) and lets go of it: a camera
+    /// attached later gets no mounts. Idempotent.
     func stopRTSPServer() {
-        state.withLock { $0.rtsp }?.stop()
+        state.withLock { s -> RTSPOutput? in
+            defer { s.rtsp = nil }
+            return s.rtsp
+        }?.stop()
     }
 
     /// Stops HLS and WebRTC: their reapers first, then every session. Idempotent.
     func stopHTTPMedia() async {
         await endReapers()
         let (hls, whep) = state.withLock { ($0.hls, $0.whep) }
-        hls?.stop()
-        whep?.stop()
+        await blocking("http-media-stop") {
+            hls?.stop()
+            whep?.stop()
+        }
     }
 
     /// Stops everything; recordings are finished (EOS) first.

@@ -124,6 +124,7 @@ public final class RTSPOutput: Sendable {
 
     /// Mounts `/<id>` (H.264) and `/<id>/raw` (JPEG passthrough) for a camera's graph.
     public func addCamera(_ graph: CameraGraph) throws {
+        guard !stopped.load(ordering: .acquiring) else { throw MediaError("the RTSP server is stopped") }
         let id = graph.configuration.id
         precondition(!id.isEmpty && !id.contains("/"), "camera id must be one path segment")
         let h264 = try PipelineTemplates.render(PipelineTemplates.rtspH264, [:])

@@ -45,6 +45,22 @@ extension MediaTests {
             #expect(graph.pictures.stats(camera: "demand").framesIn == decoded, "frames still decoded after everyone left")
         }
 
+        /// A graph stopped at shutdown stays stopped: a viewer that comes while the outputs are
+        /// still shutting down starts no branch (nothing would stop it again).
+        @Test func aStoppedGraphStartsNothingForALateViewer() async throws {
+            let hub = FrameHub()
+            let graph = try makeGraph("late", hub: hub)
+            let feeder = try TestFeeder(hub: hub)
+            feeder.start()
+            defer { feeder.stop() }
+            graph.stop()
+            let viewer = graph.jpeg.subscribe()
+            defer { viewer.cancel() }
+            await pause(0.3)
+            #expect(!graph.jpeg.isRunning && !graph.isWatched && hub.consumerCount == 0,
+                    "a stopped graph started its JPEG branch again: \(hub.consumerCount) consumers")
+        }
+
         /// Several H.264 sessions and HLS share ONE encoder; every session starts with SPS/PPS and a
         /// key frame that has a PTS, and only one key frame at the start.
         @Test func oneEncoderServesEveryH264ConsumerAndSessionsStartAtAKeyFrame() async throws {

@@ -8,7 +8,7 @@ import Foundation
 extension PTPDriver: StillCapturing {
     public func capture(autofocus: Bool) async throws -> [CameraImage] {
         // A capture asked while the camera reconnects waits for it (≤ 5 s).
-        _ = await lifecycle.streaming(within: .seconds(5))
+        await sessionUp(within: .seconds(5))
         let session = try current()
         defer { cardListing.invalidate() }
         do {
@@ -489,6 +489,7 @@ extension SonyPTPSession {
             var fetched = 0
             while fetched < 8 {
                 if yieldingToCaptures && isCapturing { return }
+                if inTransfer { return }  // card work got the lock first: after it leaves the mode
                 guard let waiting = try? await shotsWaiting(), waiting > 0 else { return }
                 do {
                     await sink(.image(try await retrying { try await self.fetchWaitingShot(fromBody: true) }))

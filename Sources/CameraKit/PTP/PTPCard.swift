@@ -121,7 +121,7 @@ extension PTPDriver: CardBrowsing {
         try await withCard { base in
             if cardHandles.withLock({ $0.handle(file.path, in: base) }) == nil { _ = try await list(on: base) }
             guard let handle = cardHandles.withLock({ $0.handle(file.path, in: base) }) else {
-                throw CameraControlError.camera(code: 0x2009, message: "\(file.path) is no longer on the card")
+                throw CameraControlError.notFound("\(file.path) (no longer on the card)")
             }
             if base.info.operations.contains(PTPOperation.getPartialObject) {
                 try await base.readPartial(handle, size: file.size, block: Self.cardBlock, what: file.path) {
@@ -135,7 +135,7 @@ extension PTPDriver: CardBrowsing {
 
     /// Runs card operations on the open session (transport failures become `unavailable`).
     private func withCard<T: Sendable>(_ body: (PTPVendorBase) async throws -> T) async throws -> T {
-        _ = await lifecycle.streaming(within: .seconds(5))  // a reconnect under way
+        await sessionUp(within: .seconds(5))  // a reconnect under way
         guard let base = try current() as? PTPVendorBase else { throw CameraControlError.notSupported("the card") }
         do {
             if base is SonyPTPSession { return try await withSonyCard { try await body($0) } }

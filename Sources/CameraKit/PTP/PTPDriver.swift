@@ -132,6 +132,8 @@ public final class PTPDriver: CameraDriver, Sendable {
     /// Sony: how sessions are opened (a body that shows its card only in a session opened for
     /// transfer gets such sessions from then on).
     let sonyOpening = Mutex(SonyOpening.plain)
+    /// Sony: sessions opened for transfer in a row whose setup failed (two: ordinary sessions again).
+    let sonyTransferSetupFailures = Mutex(0)
     private let vendorBox: Mutex<PTPVendor?>
     private let deviceInfoBox = Mutex<PTPDeviceInfo?>(nil)
     private let busyCount = Mutex(0)
@@ -279,14 +281,16 @@ public final class PTPDriver: CameraDriver, Sendable {
         let s = try await open()
         sessionBox.withLock { $0 = s }
         var frames = 0
-        defer {
-            // A session opened for transfer that showed no live view: ordinary sessions again.
-            if let sony = s as? SonyPTPSession, sony.openedForTransfer, frames == 0 {
-                logger.warning("ptp \(endpoint): no live view in a session opened for transfer; back to ordinary sessions (no card)")
+        do {
+            try await s.startLiveView()
+        } catch {
+            if let sony = s as? SonyPTPSession, sony.openedForTransfer,
+               sonyTransferSetupFailures.withLock({ n -> Int in n += 1; return n }) >= 2 {
+                logger.warning("ptp \(endpoint): no setup in a session opened for transfer; back to ordinary sessions (no card)")
                 sonyOpening.withLock { $0 = .transferRefused }
             }
+            throw error
         }
-        try await s.startLiveView()
         let interval = UInt64(1e9 / max(endpoint.maxFPS, 0.1))
         let stallNanos = stallTimeout.nanoseconds
         var lastFrame = MonotonicClock.nanos()
@@ -334,6 +338,7 @@ public final class PTPDriver: CameraDriver, Sendable {
             switch r {
             case .frame where got > 0:
                 lastFrame = now
+                if frames == 0 { sonyTransferSetupFailures.withLock { $0 = 0 } }
                 frames += got
                 nextDue = started + interval
                 busyDelay = 3_000_000
@@ -351,6 +356,11 @@ public final class PTPDriver: CameraDriver, Sendable {
             if s is SonyPTPSession, sonyCard.isOpen {
                 lastFrame = now  // card work is about to hold contents transfer
             } else if now - lastFrame > stallNanos {
+                if let sony = s as? SonyPTPSession, sony.openedForTransfer, frames == 0 {
+                    // A session opened for transfer that shows no live view: ordinary sessions again.
+                    logger.warning("ptp \(endpoint): no live view in a session opened for transfer; back to ordinary sessions (no card)")
+                    sonyOpening.withLock { $0 = .transferRefused }
+                }
                 throw PTPTransportError.timeout("no live-view frame for \((now - lastFrame) / 1_000_000) ms")
             }
         }

@@ -141,3 +141,17 @@ extension PTPDriver {
         }
     }
 }
+
+extension PTPDriver {
+    /// Waits (≤ `within`) until a session is open and set up — a reconnect under way, a session
+    /// reopened for transfer, which shows no frames while the card is shown — or the driver is
+    /// stopped or failed.
+    func sessionUp(within: Duration) async {
+        let by = ContinuousClock.now + within
+        while ContinuousClock.now < by {
+            if state == .stopped || state == .failed { return }
+            if let s = sessionBox.withLock({ $0 }), (s as? SonyPTPSession)?.ready.load(ordering: .acquiring) ?? true { return }
+            guard (try? await Task.sleep(for: .milliseconds(50))) != nil else { return }
+        }
+    }
+}

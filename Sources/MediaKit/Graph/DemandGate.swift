@@ -13,6 +13,8 @@ final class DemandGate: Sendable {
         var generation: UInt64 = 0
         var starts = 0
         var stops = 0
+        /// Shut down for good: consumers that come later start nothing.
+        var closed = false
     }
 
     private let state = Mutex(State())
@@ -47,6 +49,7 @@ final class DemandGate: Sendable {
     func acquire() {
         transitions.withLock { _ in
             let mustStart = state.withLock { s -> Bool in
+                guard !s.closed else { return false }
                 s.consumers += 1
                 s.generation &+= 1
                 guard !s.running else { return false }
@@ -94,10 +97,13 @@ final class DemandGate: Sendable {
         }
     }
 
-    /// Stops at once whatever the consumers (shutdown).
+    /// Stops at once whatever the consumers, for good (shutdown): a consumer that comes later
+    /// (a viewer connecting while the outputs shut down) starts nothing.
     func shutdown() {
         transitions.withLock { _ in
             let mustStop = state.withLock { s -> Bool in
+                s.closed = true
+                s.consumers = 0
                 s.generation &+= 1
                 guard s.running else { return false }
                 s.running = false
