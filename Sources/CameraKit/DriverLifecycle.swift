@@ -75,14 +75,17 @@ public final class DriverLifecycle: Sendable {
     /// view restarted after card work, a reconnect under way); false at once when it is stopped or
     /// failed. For requests that arrive in such a gap: they wait for it instead of failing.
     public func streaming(within: Duration) async -> Bool {
+        await waitUntil(within: within) { state == .streaming }
+    }
+
+    /// True once `isUp` holds, checked every 50 ms for up to `within` (real time); false when the
+    /// time is up, the caller's task is cancelled, or the camera is stopped or failed.
+    public func waitUntil(within: Duration, _ isUp: () -> Bool) async -> Bool {
         let by = ContinuousClock.now + within
         while true {
-            switch state {
-            case .streaming: return true
-            case .stopped, .failed: return false
-            case .connecting, .reconnecting:
-                guard ContinuousClock.now < by, (try? await Task.sleep(for: .milliseconds(50))) != nil else { return false }
-            }
+            if isUp() { return true }
+            if state == .stopped || state == .failed { return false }
+            guard ContinuousClock.now < by, (try? await Task.sleep(for: .milliseconds(50))) != nil else { return false }
         }
     }
 

@@ -5,6 +5,7 @@ import Hummingbird
 import HTTPTypes
 import JPEGKit
 import LiveViewCore
+import MediaKit
 import NIOCore
 
 /// The card over HTTP: `GET /api/v1/cameras/{id}/files` (paged listing) and
@@ -102,8 +103,6 @@ extension ControlAPI {
     /// Previews made at once (each holds its picture in memory); more are told to come back.
     static let previewsAtOnce = 2
     static let previewsRunning = Atomic<Int>(0)
-    /// Where previews are decoded: off the cooperative pool, one at a time.
-    static let previewQueue = DispatchQueue(label: "livegate.preview")
 
     /// `…/files/{path}?preview`: a screen-sized JPEG (longer side ≥ 1280 where the picture has it)
     /// made from a JPEG on the card by decoding it reduced; for other files (RAW, movies) the
@@ -139,9 +138,7 @@ extension ControlAPI {
         let source = bytes
         let made: [UInt8]
         do {
-            made = try await withCheckedThrowingContinuation { done in
-                previewQueue.async { done.resume(with: Result { try JPEGPreview.make(source) }) }
-            }
+            made = try await blocking("preview") { try JPEGPreview.make(source) }  // off the cooperative pool
         } catch {
             throw APIError(.badGateway, "\(file.path) is not a JPEG livegate can make a preview of: \(error)")
         }

@@ -163,7 +163,7 @@ public final class Gateway: ControlModel, Service, Sendable {
         if let group = serviceGroup.withLock({ $0 }) {
             // Added after its graph's service, so a shutdown stops the camera, then its graph.
             if outputs.graph(spec.id) != nil {
-                await group.addServiceUnlessShutdown(.init(service: MediaGraphService(camera: spec.id, outputs: outputs, order: shutdownOrder),
+                await group.addServiceUnlessShutdown(.init(service: OutputService.graph(spec.id, of: outputs, order: shutdownOrder),
                                                            successTerminationBehavior: .ignore))
             }
             await group.addServiceUnlessShutdown(.init(service: CameraService(id: spec.id, stopper: stopper, order: shutdownOrder),
@@ -181,8 +181,8 @@ public final class Gateway: ControlModel, Service, Sendable {
     /// the HTTP server's: the RTSP server, then HLS and WebRTC (a shutdown stops them in reverse,
     /// after the HTTP server and before the gateway finishes the recordings).
     public var outputServices: [ServiceGroupConfiguration.ServiceConfiguration] {
-        [.init(service: RTSPServerService(outputs: outputs, order: shutdownOrder)),
-         .init(service: HTTPMediaService(outputs: outputs, order: shutdownOrder))]
+        [.init(service: OutputService.rtsp(outputs, order: shutdownOrder)),
+         .init(service: OutputService.httpMedia(outputs, order: shutdownOrder))]
     }
 
     /// What the services stopped, in order, at the group's shutdown ("camera ID", "graph ID",

@@ -17,41 +17,35 @@ import ServiceLifecycle
 /// and the graph's service stops all of them at shutdown. A graph removed by a reload is stopped at
 /// once; its service then only waits for the shutdown (a service that ends while the group shuts
 /// down others fails the group).
-struct MediaGraphService: Service {
-    let camera: String
-    let outputs: OutputSet
+struct OutputService: Service {
+    /// How the shutdown order names it ("graph cam0", "rtsp", "http-media").
+    let name: String
     let order: ShutdownOrder
+    /// What ends it; runs once the group's graceful shutdown reaches the service.
+    let stop: @Sendable () async -> Void
 
     func run() async {
         try? await gracefulShutdown()
-        // Looked up now: a camera removed by a reload has no graph left (its service holds none).
-        if let graph = outputs.graph(camera) { await blocking("graph-stop-\(camera)") { graph.stop() } }
-        order.note("graph \(camera)")
+        await stop()
+        order.note(name)
     }
-}
 
-/// The RTSP server (every camera's mounts).
-struct RTSPServerService: Service {
-    let outputs: OutputSet
-    let order: ShutdownOrder
-
-    func run() async {
-        try? await gracefulShutdown()
-        let outputs = self.outputs
-        await blocking("rtsp-stop") { outputs.stopRTSPServer() }
-        order.note("rtsp")
+    /// A camera's media graph: its branches, stopped on a thread of their own. The graph is looked
+    /// up then: a camera removed by a reload has none left (the service holds none meanwhile).
+    static func graph(_ camera: String, of outputs: OutputSet, order: ShutdownOrder) -> OutputService {
+        OutputService(name: "graph \(camera)", order: order) {
+            if let graph = outputs.graph(camera) { await blocking("graph-stop-\(camera)") { graph.stop() } }
+        }
     }
-}
 
-/// The media served over HTTP beside the API: HLS and WebRTC (their reapers, then their sessions).
-struct HTTPMediaService: Service {
-    let outputs: OutputSet
-    let order: ShutdownOrder
+    /// The RTSP server (every camera's mounts).
+    static func rtsp(_ outputs: OutputSet, order: ShutdownOrder) -> OutputService {
+        OutputService(name: "rtsp", order: order) { await blocking("rtsp-stop") { outputs.stopRTSPServer() } }
+    }
 
-    func run() async {
-        try? await gracefulShutdown()
-        await outputs.stopHTTPMedia()
-        order.note("http-media")
+    /// The media served over HTTP beside the API: HLS and WebRTC (their reapers, then their sessions).
+    static func httpMedia(_ outputs: OutputSet, order: ShutdownOrder) -> OutputService {
+        OutputService(name: "http-media", order: order) { await outputs.stopHTTPMedia() }
     }
 }
 

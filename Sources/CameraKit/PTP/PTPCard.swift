@@ -50,10 +50,7 @@ extension PTPDriver: CardBrowsing {
 
     public func listFiles() async throws -> [CameraFile] {
         // A young listing of this session is answered without the camera (a Sony stays shooting).
-        if let base = sessionBox.withLock({ $0 }) as? PTPVendorBase, cardHandles.withLock({ $0.session === base }),
-           let fresh = cardListing.fresh {
-            return fresh.values.sorted { $0.path < $1.path }
-        }
+        if let base = sessionBox.withLock({ $0 }) as? PTPVendorBase, let kept = keptListing(of: base) { return kept }
         return try await withCard { base in try await list(on: base) }
     }
 
@@ -61,9 +58,7 @@ extension PTPDriver: CardBrowsing {
     /// else every object's ObjectInfo. Two objects with one path (both cards of a dual-slot body in
     /// backup mode) are one file: the lower handle.
     private func list(on base: PTPVendorBase) async throws -> [CameraFile] {
-        if cardHandles.withLock({ $0.session === base }), let fresh = cardListing.fresh {
-            return fresh.values.sorted { $0.path < $1.path }
-        }
+        if let kept = keptListing(of: base) { return kept }
         let ticket = cardListing.ticket
         var infos: [UInt32: PTPObjectInfo] = [:]
         for h in try await base.objectHandles() {
@@ -88,6 +83,12 @@ extension PTPDriver: CardBrowsing {
         cardHandles.withLock { $0 = PTPCardHandles(session: base, byPath: handles) }
         cardListing.store(files, path: \.path, since: ticket)
         return files.sorted { $0.path < $1.path }
+    }
+
+    /// The listing kept while it is young, if `base`'s session made it.
+    private func keptListing(of base: PTPVendorBase) -> [CameraFile]? {
+        guard cardHandles.withLock({ $0.session === base }), let fresh = cardListing.fresh else { return nil }
+        return fresh.values.sorted { $0.path < $1.path }
     }
 
     /// The handle the last listing of this session gave `path`, asked for its ObjectInfo (one

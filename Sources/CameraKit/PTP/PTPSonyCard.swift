@@ -59,8 +59,7 @@ extension SonyPTPSession {
 
     /// Back to shooting: contents-transfer mode off (live view and releases again).
     func leaveContentsTransfer() async {
-        guard transferOn.withLock({ $0 }) else { return }
-        transferOn.withLock { $0 = false }
+        guard transferOn.withLock({ on in defer { on = false }; return on }) else { return }
         _ = try? await call(PTPOperation.sonySetContentsTransferMode, [2, 0, 0])
     }
 }
@@ -116,17 +115,18 @@ extension PTPDriver {
 
     /// The current Sony session once its setup is done (≤ 15 s), other than `old`.
     private func readySony(after old: SonyPTPSession?) async throws -> SonyPTPSession {
-        let by = ContinuousClock.now + .seconds(15)
-        while true {
-            if let s = sessionBox.withLock({ $0 }) {
-                guard let sony = s as? SonyPTPSession else { throw CameraControlError.unavailable("camera not connected") }
-                if sony !== old, sony.ready.load(ordering: .acquiring), !sony.broken.load(ordering: .acquiring) { return sony }
-            }
-            guard ContinuousClock.now < by else {
-                throw CameraControlError.unavailable(old == nil ? "camera not connected" : "the camera did not come back within 15 s")
-            }
-            try await Task.sleep(for: .milliseconds(100))
+        var found: SonyPTPSession?
+        _ = await lifecycle.waitUntil(within: .seconds(15)) {
+            guard let s = sessionBox.withLock({ $0 }) else { return false }
+            guard let sony = s as? SonyPTPSession else { return true }
+            guard sony !== old, sony.ready.load(ordering: .acquiring), !sony.broken.load(ordering: .acquiring) else { return false }
+            found = sony
+            return true
         }
+        guard let found else {
+            throw CameraControlError.unavailable(old == nil ? "camera not connected" : "the camera did not come back within 15 s")
+        }
+        return found
     }
 
     /// A capture on a Sony: holding the lease's lock (card work waits for it, and the capture for
@@ -147,11 +147,9 @@ extension PTPDriver {
     /// reopened for transfer, which shows no frames while the card is shown — or the driver is
     /// stopped or failed.
     func sessionUp(within: Duration) async {
-        let by = ContinuousClock.now + within
-        while ContinuousClock.now < by {
-            if state == .stopped || state == .failed { return }
-            if let s = sessionBox.withLock({ $0 }), (s as? SonyPTPSession)?.ready.load(ordering: .acquiring) ?? true { return }
-            guard (try? await Task.sleep(for: .milliseconds(50))) != nil else { return }
+        _ = await lifecycle.waitUntil(within: within) {
+            guard let s = sessionBox.withLock({ $0 }) else { return false }
+            return (s as? SonyPTPSession)?.ready.load(ordering: .acquiring) ?? true
         }
     }
 }
