@@ -20,9 +20,32 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid):
+    """The process's CPU time, two ways. utime + stime from /proc/PID/stat count in clock ticks (10
+    ms: 0.022 ms per frame over a 15 s window at 30 fps, as coarse as the differences measured
+    between two builds); the threads' scheduler run times (/proc/PID/task/*/schedstat) count in
+    nanoseconds."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+    ticks = (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+    threads = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                threads[tid] = int(f.read().split()[0]) / 1e9
+        except OSError:
+            pass  # the thread ended meanwhile
+    return {"ticks": ticks, "threads": threads}
+
+
+def cpu_between(a, b):
+    """Seconds of CPU between two cpu_seconds() readings, from the threads' nanosecond run times:
+    threads started in between count from zero; a thread that ended in between (an idle worker of
+    the concurrency runtime's pool, typically) loses what it ran in the window, which the tick
+    figure bounds (the larger of the two is returned when the tick figure exceeds the thread sum
+    by more than two ticks)."""
+    fine = sum(v - a["threads"].get(t, 0.0) for t, v in b["threads"].items())
+    coarse = b["ticks"] - a["ticks"]
+    return fine if coarse - fine <= 2 / TICK else coarse
 
 
 def metric(port, name, labels):
@@ -48,8 +71,9 @@ def measure(gw_pid, http, seconds, cams):
     time.sleep(seconds)
     c1, f1, t1 = cpu_seconds(gw_pid), sum(metric(http, "livegate_frames_received_total", {"camera": c}) for c in cams), time.time()
     frames = f1 - f0
-    return {"cpu_ms_per_frame": 1000 * (c1 - c0) / max(frames, 1), "frames": frames, "fps": frames / (t1 - t0),
-            "cpu_percent": 100 * (c1 - c0) / (t1 - t0)}
+    cpu = cpu_between(c0, c1)
+    return {"cpu_ms_per_frame": 1000 * cpu / max(frames, 1), "frames": frames, "fps": frames / (t1 - t0),
+            "cpu_percent": 100 * cpu / (t1 - t0)}
 
 
 def ffmpeg_client(url):

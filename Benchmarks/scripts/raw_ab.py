@@ -7,7 +7,7 @@ and with one raw RTSP client, in alternated rounds (host drift hits both builds 
 One `emulate sony` camera (from the first binary) serves both gateways, which run one at a time.
 Figures come from graph_cpu.py's measure(): utime+stime over the window / frames the camera sent.
 """
-import argparse, os, signal, subprocess, sys, time
+import argparse, os, signal, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from graph_cpu import ffmpeg_client, measure, wait_http  # noqa: E402
@@ -50,7 +50,16 @@ def main():
         emu.terminate()
         emu.wait()
     for b, rows in results.items():
-        print(f"mean {b}: idle {sum(r[0] for r in rows) / len(rows):.3f}  raw {sum(r[1] for r in rows) / len(rows):.3f}")
+        print(f"mean {b}: idle {sum(r[0] for r in rows) / len(rows):.3f}  raw {sum(r[1] for r in rows) / len(rows):.3f}"
+              f"  median: idle {statistics.median(r[0] for r in rows):.3f}  raw {statistics.median(r[1] for r in rows):.3f}")
+    # Each round runs every build back to back: the ratio within a round cancels most of the
+    # host's drift, which moves single figures by ±15 % on this VM.
+    first = results[a.binaries[0]]
+    for b in a.binaries[1:]:
+        ratios = [r[1] / f[1] for r, f in zip(results[b], first) if f[1] > 0]
+        if ratios:
+            print(f"{b} / {a.binaries[0]}, one raw client, per round: "
+                  + " ".join(f"{x:.2f}" for x in ratios) + f"  median {statistics.median(ratios):.2f}")
 
 
 if __name__ == "__main__":

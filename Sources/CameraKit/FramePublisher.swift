@@ -26,6 +26,7 @@ public struct FramePublisher: Sendable {
         wf.jpeg.withUnsafeBytes { frame.setJPEG($0) }
         frame.width = wf.width
         frame.height = wf.height
+        frame.rtpCompatible = wf.info.rtpCompatibility == .compatible
         frame.sequence = wf.seq.map { UInt64(truncatingIfNeeded: $0) }
         let base = timeBase ?? (wf.pts == nil ? .arrival : .camera)
         frame.cameraPTS = base == .camera ? wf.pts : nil

@@ -1,3 +1,4 @@
+internal import CTurboJPEG
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -203,6 +204,32 @@ public enum JPEGScanner {
         return info.rtpCompatibility
     }
 
+    /// Where the entropy-coded data that starts at `from` ends: the position of the `FF` of the
+    /// first marker that is neither stuffing (`FF 00`) nor a restart marker (`FF D0`…`FF D7`),
+    /// fill bytes (`FF FF …`) stepped over; nil when the bytes end first.
+    ///
+    /// A 35 KB camera frame holds a hundred or more stuffed `FF 00`: the search for an `FF` that is
+    /// not followed by `00` runs in C, 16 bytes at a time (`lg_jpeg_next_marker_candidate`), and
+    /// only its candidates (restart markers, fill bytes, the end of the scan) are looked at here.
+    static func entropyEnd(_ p: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        let n = p.count
+        guard let base = p.baseAddress, from < n else { return nil }
+        var k = from
+        while true {
+            k = Int(lg_jpeg_next_marker_candidate(base, k, n))
+            guard k < n else { return nil }
+            var q = k + 1
+            while q < n && p[q] == 0xFF { q += 1 }
+            guard q < n else { return nil }
+            let c = p[q]
+            if c == 0x00 || (c >= 0xD0 && c <= 0xD7) {
+                k = q + 1
+                continue
+            }
+            return q - 1   // the FF right before the marker code
+        }
+    }
+
     static func walk(_ p: UnsafeBufferPointer<UInt8>, headersOnly: Bool = false) -> Result<JPEGInfo, JPEGError> {
         let n = p.count
         guard n >= 2 else { return .failure(n == 0 || p[0] == 0xFF ? .truncated(offset: n) : .noSOI) }
@@ -291,24 +318,9 @@ public enum JPEGScanner {
                                              samplingFactors: factors, precision: precision))
                 }
                 // Entropy-coded data up to the next marker that is not stuffing or RSTn.
-                var k = i
-                let base = p.baseAddress!
-                while true {
-                    // The next FF (libc's memchr: vectorised, against one byte per turn of a loop).
-                    if k < n {
-                        k = memchr(base + k, 0xFF, n - k).map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base } ?? n
-                    }
-                    guard k + 1 < n else { return .failure(.truncated(offset: n)) }
-                    var q = k + 1
-                    while q < n && p[q] == 0xFF { q += 1 }
-                    guard q < n else { return .failure(.truncated(offset: n)) }
-                    let c = p[q]
-                    if c == 0x00 || (c >= 0xD0 && c <= 0xD7) {
-                        k = q + 1
-                        continue
-                    }
-                    i = q - 1   // position of the FF right before the marker code
-                    break
+                switch entropyEnd(p, from: i) {
+                case .some(let at): i = at
+                case .none: return .failure(.truncated(offset: n))
                 }
             }
         }

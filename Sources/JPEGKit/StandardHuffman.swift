@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The example Huffman tables of ITU-T T.81 Annex K.3 ("standard tables"), the only ones
 /// RFC 2435 RTP/JPEG receivers know. Table index: class (0 DC, 1 AC) × 2 + destination id (0, 1).
 public enum StandardHuffman {
@@ -35,24 +41,24 @@ public enum StandardHuffman {
          0xF9, 0xFA],
     ]
 
+    /// Each table as it stands in a DHT segment after its class/destination byte: the 16 code
+    /// counts, then the values (one contiguous run per table, compared with `memcmp`).
+    static let encoded: [[UInt8]] = (0..<4).map { bits[$0] + values[$0] }
+
     /// True when every table in the DHT body `p[from..<to]` equals its standard table.
     static func matches(_ p: UnsafeBufferPointer<UInt8>, from: Int, to: Int) -> Bool {
+        guard let base = p.baseAddress else { return from >= to }
         var i = from
         while i < to {
             let tcth = p[i]
             let tc = Int(tcth >> 4), th = Int(tcth & 15)
-            guard tc <= 1, th <= 1, i + 17 <= to else { return false }
-            let idx = tc * 2 + th
-            let b = bits[idx]
-            var total = 0
-            for k in 0..<16 {
-                guard p[i + 1 + k] == b[k] else { return false }
-                total += Int(b[k])
+            guard tc <= 1, th <= 1 else { return false }
+            let same = encoded[tc * 2 + th].withUnsafeBufferPointer { t -> Bool in
+                guard i + 1 + t.count <= to else { return false }
+                return memcmp(base + i + 1, t.baseAddress!, t.count) == 0
             }
-            guard i + 17 + total <= to else { return false }
-            let v = values[idx]
-            for k in 0..<total where p[i + 17 + k] != v[k] { return false }
-            i += 17 + total
+            guard same else { return false }
+            i += 1 + encoded[tc * 2 + th].count
         }
         return true
     }

@@ -37,6 +37,9 @@ public final class Frame: @unchecked Sendable {
     /// WebRTC, HLS, webcams) turn the picture and its AF areas; the camera's JPEG bytes (raw RTSP,
     /// MJPEG, recordings) stay as sent, and `afAreas` stay in their pixels.
     public var rotation: Int = 0
+    /// Whether RFC 2435 (RTP/JPEG) carries these bytes unchanged, when the producer already walked
+    /// the JPEG's headers (the drivers do); nil when unknown, and the raw outputs look themselves.
+    public var rtpCompatible: Bool?
 
     private let refs = Atomic<Int>(1)
     let pool: FramePool?
@@ -126,6 +129,7 @@ public final class Frame: @unchecked Sendable {
         afAreas.removeAll(keepingCapacity: true)
         isSlate = false
         rotation = 0
+        rtpCompatible = nil
     }
 
     /// Adds an owner.

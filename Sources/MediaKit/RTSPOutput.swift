@@ -197,6 +197,7 @@ final class FactoryContext: Sendable {
             logger.error("RTSP media without appsrc 'src'", metadata: ["camera": "\(id)"])
             return
         }
+        lg_rtsp_media_send_at_once(media)
         let owner = UInt(bitPattern: media)
         let source = AppSource(element: src, owner: owner)
         let leave: @Sendable () -> Void

@@ -1,4 +1,4 @@
-import JPEGKit
+@testable import JPEGKit
 import Testing
 @testable import CameraWire
 
@@ -173,6 +173,68 @@ import Testing
         #expect(WireError.noJPEGAtOffset.dropReason == "jpeg-no-soi")
         #expect(WireError.datagramLost(expected: 3, got: 5).dropReason == "datagram-lost")
         #expect(WireError.sizeOverLimit(field: "size", declared: 9, limit: 1).dropReason == "container-malformed")
+    }
+
+    /// The block-wise search for the end of the entropy-coded data finds exactly what a byte-by-byte
+    /// reading finds, on data dense in FF, stuffing, restart markers and fill bytes, from every start,
+    /// across its 32-byte blocks and at the very end of the bytes.
+    @Test func entropyEndAgreesWithAByteByByteReading() {
+        func byteByByte(_ b: [UInt8], from: Int) -> Int? {
+            var k = from
+            let n = b.count
+            while true {
+                while k < n && b[k] != 0xFF { k += 1 }
+                guard k + 1 < n else { return nil }
+                var q = k + 1
+                while q < n && b[q] == 0xFF { q += 1 }
+                guard q < n else { return nil }
+                let c = b[q]
+                if c == 0x00 || (0xD0...0xD7).contains(c) {
+                    k = q + 1
+                    continue
+                }
+                return q - 1
+            }
+        }
+        var rng = SplitMix64(seed: 0xE17)
+        var found = 0, ended = 0
+        for round in 0..<4000 {
+            let n = Int.random(in: 0...(round % 10 == 0 ? 2000 : 200), using: &rng)
+            // Mostly stuffing, as a camera's data is; some rounds dense in every kind of FF.
+            let dense = round % 3 == 0
+            let b: [UInt8] = (0..<n).map { _ in
+                let r = Int.random(in: 0..<100, using: &rng)
+                if dense {
+                    switch r {
+                    case 0..<35: return 0xFF
+                    case 35..<60: return 0x00
+                    case 60..<70: return UInt8.random(in: 0xD0...0xD7, using: &rng)
+                    default: return UInt8.random(in: 0...255, using: &rng)
+                    }
+                }
+                return r == 0 ? 0xFF : (r == 1 ? 0x00 : UInt8.random(in: 0...0xFE, using: &rng))
+            }
+            // Sparse rounds: FF only as stuffing, and one marker somewhere (or none).
+            var bytes = b
+            if !dense {
+                for i in bytes.indices where bytes[i] == 0xFF {
+                    if i + 1 < bytes.count { bytes[i + 1] = 0x00 }
+                }
+                if n > 2, Int.random(in: 0..<4, using: &rng) > 0 {
+                    let at = Int.random(in: 0..<(n - 1), using: &rng)
+                    bytes[at] = 0xFF
+                    bytes[at + 1] = 0xD9
+                }
+            }
+            let starts = n == 0 ? [0] : [0, 1, n / 2, max(0, n - 33), max(0, n - 1), Int.random(in: 0..<n, using: &rng)]
+            for from in starts {
+                let expected = byteByByte(bytes, from: from)
+                let got = bytes.withUnsafeBufferPointer { JPEGScanner.entropyEnd($0, from: from) }
+                #expect(got == expected, "round \(round), from \(from), \(n) bytes")
+                if expected == nil { ended += 1 } else { found += 1 }
+            }
+        }
+        #expect(found > 1000 && ended > 1000)
     }
 
     @Test func truncationAtEveryOffsetNeverTraps() {

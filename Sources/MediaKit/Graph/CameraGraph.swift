@@ -87,8 +87,9 @@ public final class CameraGraph: Sendable {
         encoded = EncodedBranch(id: id, pictures: pictures, runtime: runtime, configuration: enc, logger: logger)
         slate = SlateSource(name: id)
         let slatePeriod = Duration.nanoseconds(Int64(1_000_000_000 / max(1, configuration.slateFPS)))
-        // While the camera streams, the tick only watches for a stall and for starved sessions
-        // (both measured in seconds): 2 ticks a second. While it is away, the slate's rate.
+        // While the camera streams, the tick watches for the camera leaving (the slate must follow
+        // within a second: viewers never go longer without a picture), a stall and starved
+        // sessions: 2 ticks a second. While it is away, the slate's rate.
         let livePeriod = max(slatePeriod, .milliseconds(500))
         let task = Task.detached { [weak self] in
             var period = slatePeriod

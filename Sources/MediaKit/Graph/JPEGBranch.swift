@@ -128,8 +128,8 @@ public final class JPEGBranch: Sendable {
             if sinks.count == 0 {
                 frame.release()
                 completion()
-            } else if let info = try? JPEGScanner.headers(frame.bytes), info.rtpCompatibility == .compatible {
-                JPEGBranch.push(frame, width: info.width, height: info.height, fps: fps, arrival: frame.arrivalNanos,
+            } else if let size = JPEGBranch.carriableSize(frame) {
+                JPEGBranch.push(frame, width: size.width, height: size.height, fps: fps, arrival: frame.arrivalNanos,
                                 to: sinks.current(), counters: counters)
                 frame.release()
                 completion()
@@ -140,6 +140,16 @@ public final class JPEGBranch: Sendable {
         worker.start()
         running.withLock { $0 = (pacer, worker) }
         hub.attach(pacer)
+    }
+
+    /// The frame's size when RTP/JPEG carries its bytes unchanged: from what the driver learnt
+    /// walking the JPEG (no second walk per frame), else from the headers.
+    private static func carriableSize(_ frame: Frame) -> (width: Int, height: Int)? {
+        if let ok = frame.rtpCompatible, frame.width > 0, frame.height > 0 {
+            return ok ? (frame.width, frame.height) : nil
+        }
+        guard let info = try? JPEGScanner.headers(frame.bytes), info.rtpCompatibility == .compatible else { return nil }
+        return (info.width, info.height)
     }
 
     /// Wraps `frame` zero-copy into every consumer's appsrc, stamped in each one's running time, with
