@@ -64,7 +64,7 @@ bench: deps
 	./Benchmarks/.build/release/livegate-bench capacity $(BENCH_CAPACITY_ARGS)
 
 ## Allocation gate (not part of `make test`; CI runs it after): runs the HotPath benchmarks `hotpath.a` (Swift
-## ingest → hub → raw consumer) and `hotpath.b` (ingest → hub → JPEG branch → lgframesrc ! fakesink, the raw mounts' source) and
+## ingest → hub → raw consumer) and `hotpath.b` (ingest → hub → JPEG branch → appsrc ! fakesink) and
 ## fails when their p90 mallocs per frame exceed the committed thresholds in Benchmarks/Thresholds (0).
 bench-check: deps
 	cd Benchmarks && $(SWIFT) package benchmark thresholds check --target HotPath --no-progress \

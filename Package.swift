@@ -101,7 +101,7 @@ let package = Package(
         .testTarget(name: "LiveViewCoreTests", dependencies: ["LiveViewCore"], swiftSettings: strict),
         .testTarget(name: "CameraWireTests", dependencies: ["CameraWire", "JPEGKit", "LiveViewCore"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "JPEGKit", "LiveViewCore", "CGStreamer", "CGStreamerShim"], swiftSettings: strict),
+        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "JPEGKit", "LiveViewCore"], swiftSettings: strict),
         .testTarget(
             name: "CameraKitTests",
             dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore", "TestSupport"],

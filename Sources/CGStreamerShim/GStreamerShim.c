@@ -18,7 +18,6 @@ gboolean lg_gst_init_once(void) {
         GError *err = NULL;
         gboolean ok = gst_init_check(NULL, NULL, &err);
         if (err) g_error_free(err);
-        if (ok) ok = lg_frame_src_register();
         __atomic_store_n(&lg_init_ok, ok, __ATOMIC_RELEASE);
         g_once_init_leave(&lg_init_done, 1);
     }
@@ -90,24 +89,20 @@ void lg_object_set_string(gpointer obj, const char *name, const char *value) { g
 gboolean lg_app_src_set_caps_string(GstElement *appsrc, const char *caps_string) {
     GstCaps *caps = gst_caps_from_string(caps_string);
     if (!caps) return FALSE;
-    if (lg_is_frame_src(appsrc)) lg_frame_src_set_caps(appsrc, caps);
-    else gst_app_src_set_caps(GST_APP_SRC(appsrc), caps);
+    gst_app_src_set_caps(GST_APP_SRC(appsrc), caps);
     gst_caps_unref(caps);
     return TRUE;
 }
 
 int lg_app_src_push(GstElement *appsrc, GstBuffer *buffer) {
-    if (lg_is_frame_src(appsrc)) return lg_frame_src_push(appsrc, buffer);
     return (int)gst_app_src_push_buffer(GST_APP_SRC(appsrc), buffer);
 }
 
 int lg_app_src_end_of_stream(GstElement *appsrc) {
-    if (lg_is_frame_src(appsrc)) return lg_frame_src_end_of_stream(appsrc);
     return (int)gst_app_src_end_of_stream(GST_APP_SRC(appsrc));
 }
 
 guint64 lg_app_src_current_level_buffers(GstElement *appsrc) {
-    if (lg_is_frame_src(appsrc)) return lg_frame_src_queued(appsrc);
     return gst_app_src_get_current_level_buffers(GST_APP_SRC(appsrc));
 }
 

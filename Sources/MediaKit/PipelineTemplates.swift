@@ -6,9 +6,7 @@ public enum PipelineTemplates {
     /// `pipelines/rtsp-h264.pipeline`.
     public static let rtspH264 = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=60 caps=video/x-h264,stream-format=byte-stream,alignment=au ! rtph264pay name=pay0 pt=96 config-interval=-1 aggregate-mode=zero-latency )"# + "\n"
     /// `pipelines/rtsp-raw.pipeline`.
-    /// `lgframesrc` is livegate's own live source (CGStreamerShim/FrameSource.c: 3 buffers, the
-    /// oldest dropped; caps set with each size change, `image/jpeg,width,height,framerate`).
-    public static let rtspRaw = #"( lgframesrc name=src ! rtpjpegpay name=pay0 pt=26 mtu={mtu} )"# + "\n"
+    public static let rtspRaw = #"( appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream caps=image/jpeg,framerate={fps}/1 ! rtpjpegpay name=pay0 pt=26 mtu={mtu} )"# + "\n"
     /// `pipelines/encoder.pipeline`: the one H.264 encoder of a camera (full-range I420 from the
     /// picture branch straight into x264, no videoconvert; constant quality `quality` (x264's CRF)
     /// capped at `bitrate` kbit/s; SPS/PPS before every IDR).

@@ -46,8 +46,6 @@ func gst() throws -> GStreamerRuntime {
 
 let simpleRaw = "appsrc name=src is-live=true format=time do-timestamp=false max-buffers=3 leaky-type=downstream "
     + "caps=image/jpeg,framerate=30/1 ! fakesink name=sink sync=false"
-/// The raw mounts' own source (`lgframesrc`, as in pipelines/rtsp-raw.pipeline) into a fakesink.
-let frameSourceRaw = "lgframesrc name=src ! fakesink name=sink sync=false"
 
 /// The real `/raw` mount pipeline with the RTP payloader's output going to a fakesink.
 func realRawPipeline() throws -> String {
@@ -144,11 +142,11 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // (b) the same ingest into the real JPEG branch of a camera graph (its pacer, worker thread, RTP/JPEG
-    // check, AppSource wrap + push) with `lgframesrc ! fakesink` (the raw mounts' source) as the one
-    // consumer's media; one iteration ends when the frame reached the fakesink.
-    Benchmark("hotpath.b gst: ... + JPEG branch + AppSource wrap+push into lgframesrc ! fakesink",
+    // check, AppSource wrap + push) with `appsrc ! fakesink` as the one consumer's media; one iteration
+    // ends when the frame reached the fakesink.
+    Benchmark("hotpath.b gst: ... + JPEG branch + AppSource wrap+push into appsrc ! fakesink",
               configuration: config(iterations: 5000, thresholds: zeroMallocsPerFrame)) { b in
-        let c = try gstB.get { try mountCase(launch: frameSourceRaw, count: "sink") }
+        let c = try gstB.get { try mountCase(launch: simpleRaw, count: "sink") }
         b.startMeasurement()
         step(c, b)
         b.stopMeasurement()

@@ -51,17 +51,6 @@ void lg_object_set_uint(gpointer obj, const char *name, guint value);
 void lg_object_set_uint64(gpointer obj, const char *name, guint64 value);
 void lg_object_set_int64(gpointer obj, const char *name, gint64 value);
 void lg_object_set_string(gpointer obj, const char *name, const char *value);
-/// `lgframesrc` (FrameSource.c): the raw RTSP mounts' live source. Registered by lg_gst_init_once.
-/// The lg_app_src_* functions below take either an appsrc or an lgframesrc.
-gboolean lg_frame_src_register(void);
-gboolean lg_is_frame_src(gpointer element);
-int lg_frame_src_push(GstElement *element, GstBuffer *buffer);
-int lg_frame_src_end_of_stream(GstElement *element);
-void lg_frame_src_set_caps(GstElement *element, GstCaps *caps);
-guint64 lg_frame_src_queued(GstElement *element);
-/// Buffers dropped because the queue was full (the oldest goes).
-guint64 lg_frame_src_dropped(GstElement *element);
-
 /// Sets caps from a caps string on an appsrc; returns FALSE when the string does not parse.
 gboolean lg_app_src_set_caps_string(GstElement *appsrc, const char *caps);
 /// Pushes (takes ownership of) a buffer; returns the GstFlowReturn as int.
