@@ -1,9 +1,4 @@
 internal import CTurboJPEG
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Why a byte run is not a walkable JPEG.
 public enum JPEGError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -53,12 +53,13 @@ public enum StandardHuffman {
             let tcth = p[i]
             let tc = Int(tcth >> 4), th = Int(tcth & 15)
             guard tc <= 1, th <= 1 else { return false }
-            let same = encoded[tc * 2 + th].withUnsafeBufferPointer { t -> Bool in
+            let table = encoded[tc * 2 + th]
+            let same = table.withUnsafeBufferPointer { t -> Bool in
                 guard i + 1 + t.count <= to else { return false }
                 return memcmp(base + i + 1, t.baseAddress!, t.count) == 0
             }
             guard same else { return false }
-            i += 1 + encoded[tc * 2 + th].count
+            i += 1 + table.count
         }
         return true
     }
