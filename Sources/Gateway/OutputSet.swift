@@ -3,6 +3,7 @@ import Foundation
 import LiveViewCore
 import Logging
 import MediaKit
+import NIOCore
 
 /// The GStreamer outputs of every camera, all fed by the camera's media graph (`CameraGraph`:
 /// branches that run only while consumed, one shared decode and one shared encoder per camera, the
@@ -29,9 +30,13 @@ final class OutputSet: Sendable {
     /// Told when a push to a media server changes state (the event stream).
     let pushObserver = Mutex<(@Sendable (String, PushOutput.Status) -> Void)?>(nil)
 
-    init(options: GatewayOptions, logger: Logger) {
+    /// The event loops whose timers run the graphs' watch.
+    private let group: any EventLoopGroup
+
+    init(options: GatewayOptions, logger: Logger, group: any EventLoopGroup) {
         self.options = options
         self.logger = logger
+        self.group = group
     }
 
     var hlsRoot: String? { state.withLock { $0.hlsRoot } }
@@ -155,7 +160,7 @@ final class OutputSet: Sendable {
         let driver = cam.driver
         let graph = try CameraGraph(configuration: config, hub: cam.hub, runtime: runtime, presence: {
             CameraPresence(state: driver.state.rawValue, reason: OutputSet.reason(driver))
-        }, logger: logger)
+        }, scheduler: EventLoopTickScheduler(loop: group.next()), logger: logger)
         try rtsp.addCamera(graph)
         try hls?.addCamera(graph)
         whep?.addCamera(graph)

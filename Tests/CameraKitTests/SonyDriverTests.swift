@@ -215,6 +215,28 @@ struct SonySetup {
         await s.shutdown()
     }
 
+    /// The stream stays open and goes silent: the stall check (2 s of silence) ends the session and
+    /// a new one brings the frames back; a stream that flows is never taken for a stalled one.
+    @Test func aSilentStreamIsReconnectedAfterTwoSeconds() async throws {
+        let s = try await SonySetup.make()
+        #expect(await s.collector.wait(for: 10))
+        // Frames flowing for longer than the stall limit: no reconnect.
+        try await Task.sleep(for: .milliseconds(2600))
+        #expect(s.driver.stats.reconnects == 0)
+        let starts = s.emulator.calls.filter { $0.method == "startLiveview" }.count
+        s.emulator.inject(.stall(seconds: 30))
+        let deadline = ContinuousClock.now + .seconds(6)
+        while s.driver.stats.reconnects == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(s.driver.stats.reconnects >= 1, "a stream silent for 6 s was not reconnected")
+        #expect(s.emulator.calls.filter { $0.method == "startLiveview" }.count > starts)
+        s.emulator.inject(.none)
+        let n = s.collector.count
+        #expect(await s.collector.wait(for: n + 10, seconds: 5))
+        await s.shutdown()
+    }
+
     @Test func reconnectsAfterTheCameraIsKilledAndRestarted() async throws {
         let group = MultiThreadedEventLoopGroup.singleton
         let first = SonyEmulator(port: 0, fps: 30, source: try TestPatternSource(width: 320, height: 240), group: group)

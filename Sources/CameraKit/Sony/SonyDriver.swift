@@ -115,14 +115,19 @@ public final class SonyDriver: CameraDriver, Sendable {
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
         try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
         lifecycle.resetStallClock()
-        // Watchdog: poll getEvent and watch for a stalled stream; either ends the session.
+        // The stall check runs on the stream's event loop, armed for the moment the stream would
+        // have been silent for 2 s (one thread wakes every 2 s while frames flow); the session's
+        // loop below polls getEvent every 2 s and follows card work.
+        let logger = self.logger
+        let cardMode = self.cardMode
+        Self.armStallCheck(channel: channel, lifecycle: lifecycle, cardMode: cardMode, logger: logger,
+                           after: Self.stallLimit)
+        let pauses = ChannelWatchPauses(channel: channel)
         await withTaskCancellationHandler {
-            var tick = 0
             // The live view ends while the card is in use (Contents Transfer): the session stays.
             while (channel.isActive || cardMode.isOpen) && !Task.isCancelled {
-                try? await lifecycle.tick(.milliseconds(500))
-                tick += 1
                 if cardMode.isOpen {
+                    try? await lifecycle.tick(.milliseconds(500))
                     lifecycle.resetStallClock()
                     if cardMode.shouldClose {
                         await cardMode.closeIfIdle { await leaveContentsTransfer() }
@@ -136,14 +141,11 @@ public final class SonyDriver: CameraDriver, Sendable {
                     }
                     continue
                 }
-                if tick % 4 == 0, !(await liveviewStillOn()), !cardMode.isOpen {
+                // Ends early when the stream closes (the camera went away): the session ends at once.
+                await pauses.pause(.seconds(2))
+                guard channel.isActive, !Task.isCancelled, !cardMode.isOpen else { continue }
+                if !(await liveviewStillOn()), !cardMode.isOpen {
                     logger.warning("sony camera reports liveview stopped; restarting it")
-                    channel.close(promise: nil)
-                    break
-                }
-                let idle = lifecycle.idleNanos
-                if idle > 2_000_000_000, !cardMode.isOpen {
-                    logger.warning("sony liveview stalled for \(idle / 1_000_000) ms; reconnecting")
                     channel.close(promise: nil)
                     break
                 }
@@ -163,6 +165,32 @@ public final class SonyDriver: CameraDriver, Sendable {
     /// failed poll is left to the stall watchdog, since some bodies answer getEvent slowly).
     /// Postview URLs in getEvent index 5 (shots taken on the body, or livegate's own) are handed
     /// to the still fetcher.
+    /// A stream silent this long is reconnected.
+    static let stallLimit: Duration = .seconds(2)
+
+    /// Checks the stream for a stall `after` from now and re-arms itself for the moment the stream
+    /// would have been silent for `stallLimit`; ends with the channel.
+    private static func armStallCheck(channel: any Channel, lifecycle: DriverLifecycle, cardMode: CardModeLease,
+                                      logger: Logger, after delay: Duration) {
+        channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay.nanoseconds))) {
+            guard channel.isActive else { return }
+            var next = stallLimit
+            if cardMode.isOpen {
+                // Card work stops the live view on purpose: not a stall.
+                lifecycle.resetStallClock()
+            } else {
+                let idle = lifecycle.idleNanos, limit = stallLimit.nanoseconds
+                if idle > limit {
+                    logger.warning("sony liveview stalled for \(idle / 1_000_000) ms; reconnecting")
+                    channel.close(promise: nil)
+                    return
+                }
+                next = .nanoseconds(Int64(limit - idle) + 1_000_000)
+            }
+            armStallCheck(channel: channel, lifecycle: lifecycle, cardMode: cardMode, logger: logger, after: next)
+        }
+    }
+
     private func liveviewStillOn() async -> Bool {
         guard let r = try? await rpc.call("getEvent", [false], timeout: .seconds(2)) else { return true }
         if r.count > 5, let shots = r[5] as? [[String: Any]] {

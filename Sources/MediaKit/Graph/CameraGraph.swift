@@ -55,7 +55,10 @@ public final class CameraGraph: Sendable {
     private let slate: SlateSource
     private let presence: @Sendable () -> CameraPresence
     private let logger: Logger
-    private let ticker = Mutex<Task<Void, Never>?>(nil)
+    private let scheduler: any TickScheduler
+    private let ticker = Mutex<ScheduledTick?>(nil)
+    private let slatePeriod: Duration
+    private let livePeriod: Duration
     private let watch = Mutex(Watch())
     private let starvedCount = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
@@ -70,11 +73,15 @@ public final class CameraGraph: Sendable {
     }
 
     /// Builds the graph (no branch runs until a consumer comes). `presence` tells the camera's state.
+    /// The graph's watch (slate, stall, starved sessions) runs on `scheduler`'s timer: the gateway
+    /// passes an event loop's, so a tick wakes one thread.
     public init(configuration: Configuration, hub: FrameHub, runtime: GStreamerRuntime,
-                presence: @escaping @Sendable () -> CameraPresence, logger: Logger) throws {
+                presence: @escaping @Sendable () -> CameraPresence,
+                scheduler: any TickScheduler = TaskTickScheduler(), logger: Logger) throws {
         self.configuration = configuration
         self.hub = hub
         self.presence = presence
+        self.scheduler = scheduler
         self.logger = logger
         let id = configuration.id
         jpeg = JPEGBranch(id: id, hub: hub, linger: configuration.linger, fps: configuration.fps,
@@ -86,20 +93,23 @@ public final class CameraGraph: Sendable {
         enc.linger = configuration.linger
         encoded = EncodedBranch(id: id, pictures: pictures, runtime: runtime, configuration: enc, logger: logger)
         slate = SlateSource(name: id)
-        let slatePeriod = Duration.nanoseconds(Int64(1_000_000_000 / max(1, configuration.slateFPS)))
+        slatePeriod = Duration.nanoseconds(Int64(1_000_000_000 / max(1, configuration.slateFPS)))
         // While the camera streams, the tick watches for the camera leaving (the slate must follow
         // within a second: viewers never go longer without a picture), a stall and starved
         // sessions: 2 ticks a second. While it is away, the slate's rate.
-        let livePeriod = max(slatePeriod, .milliseconds(500))
-        let task = Task.detached { [weak self] in
-            var period = slatePeriod
-            while !Task.isCancelled {
-                try? await Task.sleep(for: period)
-                guard let self else { return }
-                period = self.tick() ? slatePeriod : livePeriod
-            }
+        livePeriod = max(slatePeriod, .milliseconds(500))
+        scheduleTick(after: slatePeriod)
+    }
+
+    /// Arms the next tick; each tick arms the one after it, at the rate the camera's state asks for.
+    private func scheduleTick(after delay: Duration) {
+        let next = scheduler.schedule(after: delay) { [weak self] in
+            guard let self, !self.stopped.load(ordering: .relaxed) else { return }
+            self.scheduleTick(after: self.tick() ? self.slatePeriod : self.livePeriod)
         }
-        ticker.withLock { $0 = task }
+        ticker.withLock { $0 = next }
+        // A stop() that came between the check above and this tick's arming cancels it here.
+        if stopped.load(ordering: .relaxed) { next.cancel() }
     }
 
     deinit { stop() }
