@@ -1,4 +1,5 @@
 import LiveViewCore
+public import NIOCore
 public import Logging
 
 /// An error after which reconnecting makes no sense (the user refused the connection on the
@@ -27,14 +28,18 @@ public final class DriverLifecycle: Sendable {
     /// is the monotonic clock read directly (the generic `Clock` arithmetic cost a few percent of
     /// an ingest thread's time); a test's manual clock goes through `Clock`.
     private let elapsedNanos: @Sendable () -> UInt64
+    /// The event loop whose timer the watchdog ticks sleep on while `clock` is the real one (one
+    /// thread wakes per tick, where `Task.sleep` wakes three); nil: the clock's own sleep.
+    private let loop: (any EventLoop)?
 
     public init(name: String, logger: Logger, stats: DriverStats, maxBackoff: Duration = .seconds(2),
-                clock: some Clock<Duration> = ContinuousClock()) {
+                clock: some Clock<Duration> = ContinuousClock(), loop: (any EventLoop)? = nil) {
         self.name = name
         self.logger = logger
         self.stats = stats
         self.maxBackoff = maxBackoff
         self.clock = clock
+        self.loop = clock is ContinuousClock ? loop : nil
         if clock is ContinuousClock {
             let origin = MonotonicClock.nanos()
             elapsedNanos = { MonotonicClock.nanos() &- origin }
@@ -74,9 +79,29 @@ public final class DriverLifecycle: Sendable {
     /// is not a frame (a datagram of one, a restarted stream).
     public func resetStallClock() { lastActivity.store(nowNanos, ordering: .relaxed) }
 
-    /// One tick of a driver's watchdog loop: sleeps on the lifecycle's clock (throws when the
-    /// session's task is cancelled).
-    public func tick(_ interval: Duration) async throws { try await clock.sleep(for: interval) }
+    /// One tick of a driver's watchdog loop: sleeps on the lifecycle's clock, on the event loop's
+    /// timer when it has one (throws when the session's task is cancelled).
+    public func tick(_ interval: Duration) async throws {
+        if let loop {
+            try await Self.sleep(for: interval, on: loop)
+        } else {
+            try await clock.sleep(for: interval)
+        }
+    }
+
+    /// Sleeps for `duration` on `loop`'s timer; throws `CancellationError` when the task is
+    /// cancelled (at once: the timer is cancelled with it).
+    public static func sleep(for duration: Duration, on loop: any EventLoop) async throws {
+        try Task.checkCancellation()
+        let promise = loop.makePromise(of: Void.self)
+        let timer = loop.scheduleTask(in: .nanoseconds(Int64(clamping: duration.nanoseconds))) { promise.succeed() }
+        try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            timer.cancel()
+            promise.fail(CancellationError())
+        }
+    }
 
     /// True once the camera streams, waiting up to `within` while it is between sessions (a live
     /// view restarted after card work, a reconnect under way); false at once when it is stopped or

@@ -71,7 +71,7 @@ public final class BanditDriver: CameraDriver, Sendable {
     public init(endpoint: BanditEndpoint, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
         self.endpoint = endpoint
         self.rest = BanditREST(endpoint: endpoint)
-        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats)
+        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats, loop: group.next())
         self.group = group
         self.cameraIndex = cameraIndex
         self.logger = logger
@@ -219,7 +219,8 @@ public final class BanditDriver: CameraDriver, Sendable {
         let stallNanos = stallTimeout.nanoseconds
         try await withTaskCancellationHandler {
             while !Task.isCancelled {
-                try await lifecycle.tick(.milliseconds(100))
+                // 4 checks a second (each wakes two threads); the limits are seconds.
+                try await lifecycle.tick(.milliseconds(250))
                 guard udp.isActive else { throw SessionEnded(description: "viewfinder socket closed") }
                 if backchannel != nil, backchannelClosed.withLock({ $0 }) {
                     throw SessionEnded(description: "backchannel closed by the camera")

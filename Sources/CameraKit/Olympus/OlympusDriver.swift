@@ -57,7 +57,7 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
         self.options = options
         self.logger = logger
         self.cgi = OlympusCGI(endpoint: endpoint)
-        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats, maxBackoff: options.maxBackoff)
+        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats, maxBackoff: options.maxBackoff, loop: group.next())
     }
 
     /// Convenience: from an `olympus://…` URL; nil when it does not parse.
@@ -156,9 +156,11 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
         try await cgi.get("exec_takemisc", start)
         let restartNanos = options.restartAfter.nanoseconds, deadNanos = options.deadAfter.nanoseconds
         var restarted = false
+        // A quarter of the restart delay, at most 250 ms: each tick wakes two threads.
+        let tick = min(.milliseconds(250), max(.milliseconds(100), options.restartAfter / 4))
         do {
             while channel.isActive {
-                try await lifecycle.tick(.milliseconds(100))
+                try await lifecycle.tick(tick)
                 let idle = lifecycle.idleNanos
                 if idle > deadNanos {
                     throw CameraControlError.unavailable("no live-view datagram for \(idle / 1_000_000) ms")

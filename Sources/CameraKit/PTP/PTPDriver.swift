@@ -153,7 +153,7 @@ public final class PTPDriver: CameraDriver, Sendable {
         self.cameraIndex = cameraIndex
         self.logger = logger
         self.vendorBox = Mutex(endpoint.vendor)
-        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats)
+        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats, loop: group.next())
     }
 
     /// Convenience: `ptpip://…` / `fuji://…` text; nil when the URL is not a PTP one.
@@ -299,7 +299,8 @@ public final class PTPDriver: CameraDriver, Sendable {
         while !Task.isCancelled {
             if !s.pushed {
                 let now = MonotonicClock.nanos()
-                if nextDue > now { try await Task.sleep(for: .nanoseconds(Int64(nextDue - now))) }
+                // On the event loop's timer: a sleep per frame through Task.sleep woke three threads.
+                if nextDue > now { try await lifecycle.tick(.nanoseconds(Int64(nextDue - now))) }
             }
             if let sony = s as? SonyPTPSession, sony.inTransfer {
                 // Contents transfer: no live view is asked for; the mode is left once the card

@@ -40,7 +40,7 @@ public final class PanasonicDriver: CameraDriver, StorageReporting, Sendable {
         self.cameraIndex = cameraIndex
         self.logger = logger
         self.camcgi = PanasonicCamCGI(endpoint: endpoint, timing: timing, logger: logger)
-        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats)
+        self.lifecycle = DriverLifecycle(name: "\(endpoint)", logger: logger, stats: stats, loop: group.next())
     }
 
     /// Convenience: from a `panasonic://…` URL; nil when it does not parse.
@@ -96,7 +96,8 @@ public final class PanasonicDriver: CameraDriver, StorageReporting, Sendable {
         let stallNanos = stallTimeout.nanoseconds
         do {
             while channel.isActive {
-                try await lifecycle.tick(.milliseconds(100))
+                // 4 checks a second (each wakes two threads); the limits are seconds.
+                try await lifecycle.tick(.milliseconds(250))
                 if playMode.isOpen {
                     // Card work holds play mode: no frames are expected.
                     lifecycle.resetStallClock()

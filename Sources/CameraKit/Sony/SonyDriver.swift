@@ -29,7 +29,7 @@ public final class SonyDriver: CameraDriver, Sendable {
         self.group = group
         self.cameraIndex = cameraIndex
         self.logger = logger
-        self.lifecycle = DriverLifecycle(name: endpoint.description, logger: logger, stats: stats)
+        self.lifecycle = DriverLifecycle(name: endpoint.description, logger: logger, stats: stats, loop: group.next())
     }
 
     public var state: CameraState { lifecycle.state }
