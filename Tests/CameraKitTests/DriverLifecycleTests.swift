@@ -2,6 +2,7 @@
 import Foundation
 import LiveViewCore
 import Logging
+import NIOPosix
 import Testing
 import TestSupport
 
@@ -118,5 +119,26 @@ import TestSupport
         clock.advance(by: .milliseconds(1))
         #expect(await eventually { ticked.withLock { $0 } }, "the tick did not end at 100 ms")
         try await watchdog.value
+    }
+
+    /// With the real clock and an event loop, a tick sleeps on the loop's timer: it lasts at least
+    /// its interval, and a cancelled task wakes at once from a long one with CancellationError.
+    @Test func ticksOnAnEventLoopLastTheirIntervalAndEndWhenCancelled() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let lifecycle = DriverLifecycle(name: "test", logger: Logger(label: "test"), stats: DriverStats(), loop: loop)
+        let t0 = MonotonicClock.nanos()
+        try await lifecycle.tick(.milliseconds(30))
+        #expect(MonotonicClock.nanos() - t0 >= 30_000_000, "the tick ended before its interval")
+        let long = Task { try await lifecycle.tick(.seconds(60)) }
+        try await Task.sleep(for: .milliseconds(20))
+        long.cancel()
+        // The time limit of the suite (1 min) fails the test when the cancelled tick runs on.
+        await #expect(throws: CancellationError.self) { try await long.value }
+        // Already cancelled before it starts: no sleep at all.
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await lifecycle.tick(.seconds(60))
+        }
+        await #expect(throws: CancellationError.self) { try await early.value }
     }
 }
