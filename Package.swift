@@ -104,7 +104,8 @@ let package = Package(
         .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "JPEGKit", "LiveViewCore"], swiftSettings: strict),
         .testTarget(
             name: "CameraKitTests",
-            dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore", "TestSupport"],
+            dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore", "TestSupport",
+                           .product(name: "NIOEmbedded", package: "swift-nio")],
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",

@@ -95,11 +95,14 @@ public final class DriverLifecycle: Sendable {
         try Task.checkCancellation()
         let promise = loop.makePromise(of: Void.self)
         let timer = loop.scheduleTask(in: .nanoseconds(Int64(clamping: duration.nanoseconds))) { promise.succeed() }
+        // A loop shut down while the timer waits fails it: the sleep ends with that error.
+        timer.futureResult.whenFailure { promise.fail($0) }
         try await withTaskCancellationHandler {
             try await promise.futureResult.get()
         } onCancel: {
-            timer.cancel()
+            // The promise first: the timer's own failure (cancelled) must not be what the task sees.
             promise.fail(CancellationError())
+            timer.cancel()
         }
     }
 

@@ -53,7 +53,7 @@ public final class Gateway: ControlModel, Service, Sendable {
         self.httpGuard = HTTPConnectionGuard(limits: options.httpLimits)
         self.logger = logger
         self.group = group
-        self.outputs = OutputSet(options: options, logger: logger, group: group)
+        self.outputs = OutputSet(options: options, logger: logger)
         self.shutdownOrder = ShutdownOrder(logger: logger)
         self.captureStore = CaptureStore(root: options.capturesDirectory)
         let events = EventStream()

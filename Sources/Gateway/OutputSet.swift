@@ -4,6 +4,7 @@ import LiveViewCore
 import Logging
 import MediaKit
 import NIOCore
+import NIOPosix
 
 /// The GStreamer outputs of every camera, all fed by the camera's media graph (`CameraGraph`:
 /// branches that run only while consumed, one shared decode and one shared encoder per camera, the
@@ -30,13 +31,14 @@ final class OutputSet: Sendable {
     /// Told when a push to a media server changes state (the event stream).
     let pushObserver = Mutex<(@Sendable (String, PushOutput.Status) -> Void)?>(nil)
 
-    /// The event loops whose timers run the graphs' watch.
-    private let group: any EventLoopGroup
+    /// The event loop whose timer runs every graph's watch: a thread of its own, because a tick
+    /// that finds its camera away may draw and encode the slate (milliseconds, once per change),
+    /// which must not hold up a loop that carries cameras and viewers. One per process.
+    static let graphTicks: any EventLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1).next()
 
-    init(options: GatewayOptions, logger: Logger, group: any EventLoopGroup) {
+    init(options: GatewayOptions, logger: Logger) {
         self.options = options
         self.logger = logger
-        self.group = group
     }
 
     var hlsRoot: String? { state.withLock { $0.hlsRoot } }
@@ -160,7 +162,7 @@ final class OutputSet: Sendable {
         let driver = cam.driver
         let graph = try CameraGraph(configuration: config, hub: cam.hub, runtime: runtime, presence: {
             CameraPresence(state: driver.state.rawValue, reason: OutputSet.reason(driver))
-        }, scheduler: EventLoopTickScheduler(loop: group.next()), logger: logger)
+        }, scheduler: EventLoopTickScheduler(loop: OutputSet.graphTicks), logger: logger)
         try rtsp.addCamera(graph)
         try hls?.addCamera(graph)
         whep?.addCamera(graph)

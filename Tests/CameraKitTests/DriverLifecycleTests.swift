@@ -2,7 +2,7 @@
 import Foundation
 import LiveViewCore
 import Logging
-import NIOPosix
+import NIOEmbedded
 import Testing
 import TestSupport
 
@@ -121,24 +121,44 @@ import TestSupport
         try await watchdog.value
     }
 
-    /// With the real clock and an event loop, a tick sleeps on the loop's timer: it lasts at least
-    /// its interval, and a cancelled task wakes at once from a long one with CancellationError.
-    @Test func ticksOnAnEventLoopLastTheirIntervalAndEndWhenCancelled() async throws {
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
+    /// With the real clock and an event loop, a tick sleeps on the loop's timer (a testing loop
+    /// here, whose time moves only when told): it waits while real time passes and ends when the
+    /// loop's time reaches its interval; a cancelled tick ends at once with CancellationError.
+    @Test func ticksOnAnEventLoopFollowItsTimerAndEndWhenCancelled() async throws {
+        let loop = NIOAsyncTestingEventLoop()
         let lifecycle = DriverLifecycle(name: "test", logger: Logger(label: "test"), stats: DriverStats(), loop: loop)
-        let t0 = MonotonicClock.nanos()
-        try await lifecycle.tick(.milliseconds(30))
-        #expect(MonotonicClock.nanos() - t0 >= 30_000_000, "the tick ended before its interval")
+        let ended = Collected(false)
+        let tick = Task {
+            try await lifecycle.tick(.milliseconds(100))
+            ended.withLock { $0 = true }
+        }
+        // Three times the interval of real time: a tick on Task.sleep would be over.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!ended.withLock { $0 }, "the tick ended while its loop's time stood still")
+        let end = ContinuousClock.now + .seconds(10)
+        while !ended.withLock({ $0 }), ContinuousClock.now < end {
+            await loop.advanceTime(by: .milliseconds(100))
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(ended.withLock { $0 }, "the tick did not end when its loop's timer fired")
+        try await tick.value
+        // Cancelled far from its timer: it ends at once (the loop's time never moves again).
         let long = Task { try await lifecycle.tick(.seconds(60)) }
-        try await Task.sleep(for: .milliseconds(20))
+        try await Task.sleep(for: .milliseconds(50))
         long.cancel()
-        // The time limit of the suite (1 min) fails the test when the cancelled tick runs on.
+        let finished = Collected(false)
+        Task {
+            _ = try? await long.value
+            finished.withLock { $0 = true }
+        }
+        #expect(await eventually { finished.withLock { $0 } }, "a cancelled tick ran on")
         await #expect(throws: CancellationError.self) { try await long.value }
-        // Already cancelled before it starts: no sleep at all.
+        // Cancelled before it starts: no sleep at all.
         let early = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             try await lifecycle.tick(.seconds(60))
         }
         await #expect(throws: CancellationError.self) { try await early.value }
+        await loop.shutdownGracefully()
     }
 }

@@ -230,6 +230,11 @@ struct SonySetup {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(s.driver.stats.reconnects >= 1, "a stream silent for 6 s was not reconnected")
+        // The new session asks for the live view again (after its back-off and API list).
+        let restartBy = ContinuousClock.now + .seconds(5)
+        while s.emulator.calls.filter({ $0.method == "startLiveview" }).count <= starts, ContinuousClock.now < restartBy {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         #expect(s.emulator.calls.filter { $0.method == "startLiveview" }.count > starts)
         s.emulator.inject(.none)
         let n = s.collector.count

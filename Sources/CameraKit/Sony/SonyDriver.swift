@@ -161,10 +161,6 @@ public final class SonyDriver: CameraDriver, Sendable {
         if Task.isCancelled { throw CancellationError() }
     }
 
-    /// `getEvent [false]`: false only when the camera answers and says liveviewStatus is off (a
-    /// failed poll is left to the stall watchdog, since some bodies answer getEvent slowly).
-    /// Postview URLs in getEvent index 5 (shots taken on the body, or livegate's own) are handed
-    /// to the still fetcher.
     /// A stream silent this long is reconnected.
     static let stallLimit: Duration = .seconds(2)
 
@@ -191,6 +187,10 @@ public final class SonyDriver: CameraDriver, Sendable {
         }
     }
 
+    /// `getEvent [false]`: false only when the camera answers and says liveviewStatus is off (a
+    /// failed poll is left to the stall watchdog, since some bodies answer getEvent slowly).
+    /// Postview URLs in getEvent index 5 (shots taken on the body, or livegate's own) are handed
+    /// to the still fetcher.
     private func liveviewStillOn() async -> Bool {
         guard let r = try? await rpc.call("getEvent", [false], timeout: .seconds(2)) else { return true }
         if r.count > 5, let shots = r[5] as? [[String: Any]] {
