@@ -22,7 +22,7 @@ final class ChannelWatchPauses: Sendable {
         waiting.withLock { $0 = promise }
         // Closed before the promise was in place: the close callback may have missed it.
         if !channel.isActive { promise.succeed() }
-        let timer = loop.scheduleTask(in: .nanoseconds(Int64(clamping: delay.nanoseconds))) { promise.succeed() }
+        let timer = loop.scheduleTask(in: TimeAmount(delay)) { promise.succeed() }
         try? await promise.futureResult.get()
         timer.cancel()
         waiting.withLock { $0 = nil }

@@ -94,7 +94,7 @@ public final class DriverLifecycle: Sendable {
     public static func sleep(for duration: Duration, on loop: any EventLoop) async throws {
         try Task.checkCancellation()
         let promise = loop.makePromise(of: Void.self)
-        let timer = loop.scheduleTask(in: .nanoseconds(Int64(clamping: duration.nanoseconds))) { promise.succeed() }
+        let timer = loop.scheduleTask(in: TimeAmount(duration)) { promise.succeed() }
         // A loop shut down while the timer waits fails it: the sleep ends with that error.
         timer.futureResult.whenFailure { promise.fail($0) }
         try await withTaskCancellationHandler {

@@ -12,7 +12,7 @@ public struct EventLoopTickScheduler: TickScheduler {
     }
 
     public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> ScheduledTick {
-        let scheduled = loop.scheduleTask(in: .nanoseconds(Int64(clamping: delay.nanoseconds)), work)
+        let scheduled = loop.scheduleTask(in: TimeAmount(delay), work)
         return ScheduledTick { scheduled.cancel() }
     }
 }

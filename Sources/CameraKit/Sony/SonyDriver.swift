@@ -168,7 +168,7 @@ public final class SonyDriver: CameraDriver, Sendable {
     /// would have been silent for `stallLimit`; ends with the channel.
     private static func armStallCheck(channel: any Channel, lifecycle: DriverLifecycle, cardMode: CardModeLease,
                                       logger: Logger, after delay: Duration) {
-        channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay.nanoseconds))) {
+        channel.eventLoop.scheduleTask(in: TimeAmount(delay)) {
             guard channel.isActive else { return }
             var next = stallLimit
             if cardMode.isOpen {
