@@ -63,7 +63,8 @@ public final class DriverStats: Sendable {
     /// Frames per second over the last full second (0 when stalled for more than 2 s).
     public var fps: Double {
         let last = lastFrameNanos.load(ordering: .relaxed)
-        if last == 0 || MonotonicClock.nanos() - last > 2_000_000_000 { return 0 }
+        // `last` may be stored by the ingest thread after this thread's reading of the clock.
+        if last == 0 || MonotonicClock.elapsed(from: last, to: MonotonicClock.nanos()) > 2_000_000_000 { return 0 }
         return Double(fpsMilli.load(ordering: .relaxed)) / 1000
     }
 }

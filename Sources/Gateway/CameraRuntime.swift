@@ -10,8 +10,11 @@ public final class CameraRuntime: Sendable {
     public let url: String
     public let driver: any CameraDriver
     public let hub: FrameHub
-    /// The vendor plug-in: capabilities and the reasons for what is missing.
-    public let vendor: any CameraVendor
+    /// The plug-in the camera's URL named.
+    public let plugin: any CameraVendor
+    /// The vendor plug-in for what the camera turned out to be (a `ptpip://` camera's dialect once
+    /// DeviceInfo said it): capabilities and the reasons for what is missing.
+    public var vendor: any CameraVendor { plugin.resolved(driverVendor: driver.vendor) }
     /// The camera's JPEGs with their AF areas drawn, for MJPEG viewers that ask (idle until one does).
     public let afJPEG = AFJPEGAnnotator()
 
@@ -21,7 +24,7 @@ public final class CameraRuntime: Sendable {
         self.url = url
         self.driver = driver
         self.hub = hub
-        self.vendor = vendor
+        self.plugin = vendor
     }
 
     /// The turn (clockwise degrees) the camera asks for its newest frame (0 when upright).

@@ -12,6 +12,15 @@ public enum MonotonicClock {
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
+
+    /// Nanoseconds from `then` to `now`, 0 when `then` is later. Two readings taken on different
+    /// threads (one stored under a lock, the other read before taking it) are not ordered: a
+    /// plain `now - then` traps when the stored one is newer. Every elapsed-time subtraction
+    /// between such readings goes through here.
+    @inline(__always)
+    public static func elapsed(from then: UInt64, to now: UInt64) -> UInt64 {
+        now > then ? now - then : 0
+    }
 }
 
 extension Duration {

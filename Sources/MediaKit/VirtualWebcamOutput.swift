@@ -133,7 +133,7 @@ public final class VirtualWebcamOutput: Sendable {
         }
     }
 
-    private func received(_ pic: I420Picture) {
+    func received(_ pic: I420Picture) {
         counters.pictures.wrappingAdd(1, ordering: .relaxed)
         pic.retain()
         let old = state.withLock { s -> I420Picture? in
@@ -164,21 +164,33 @@ public final class VirtualWebcamOutput: Sendable {
     /// True while the slate is being sent (no recent picture).
     public var isShowingSlate: Bool {
         let (at, has) = state.withLock { ($0.latestAt, $0.latest != nil) }
-        return !has || MonotonicClock.nanos() - at > offlineNanos
+        return !has || !Self.isFresh(pictureAt: at, now: MonotonicClock.nanos(), offlineAfter: offlineNanos)
+    }
+
+    /// A picture stored at `pictureAt` is still shown at `now` (else the slate). `now` may be read
+    /// before a newer picture was stored (another thread, under the lock): such a picture is fresh.
+    static func isFresh(pictureAt: UInt64, now: UInt64, offlineAfter: UInt64) -> Bool {
+        MonotonicClock.elapsed(from: pictureAt, to: now) <= offlineAfter
     }
 
     private var offlineNanos: UInt64 { configuration.offlineAfter.nanoseconds }
+
+    /// The picture to send at `now` (retained; nil: the slate). `now` is read before the lock, so a
+    /// picture stored meanwhile on the camera's thread may be newer than it.
+    func pictureToShow(now: UInt64) -> I420Picture? {
+        state.withLock { s -> I420Picture? in
+            guard let p = s.latest, Self.isFresh(pictureAt: s.latestAt, now: now, offlineAfter: offlineNanos) else { return nil }
+            p.retain()
+            return p
+        }
+    }
 
     private func tick() {
         let interval = 1_000_000_000 / UInt64(max(1, configuration.fps))
         var next = MonotonicClock.nanos()
         while !state.withLock({ $0.stopping }) {
             let now = MonotonicClock.nanos()
-            let pic = state.withLock { s -> I420Picture? in
-                guard let p = s.latest, now - s.latestAt <= offlineNanos else { return nil }
-                p.retain()
-                return p
-            }
+            let pic = pictureToShow(now: now)
             let frame = pic ?? slate
             if pic == nil { counters.slates.wrappingAdd(1, ordering: .relaxed) }
             source.ensureRawCaps(width: frame.width, height: frame.height, fps: configuration.fps)

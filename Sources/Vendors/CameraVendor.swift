@@ -68,6 +68,10 @@ public protocol CameraVendor: Sendable {
     func makeEmulator(_ request: EmulatorRequest) throws -> (any CameraEmulator)?
     /// Why a capability is missing, for the API's 501 answers.
     func unsupportedReason(_ capability: CameraCapabilities) -> String
+    /// The plug-in for what the camera turned out to be, once its driver knows (`driverVendor` is
+    /// the driver's `vendor`): a generic scheme (`ptpip://`) names no dialect, the camera does.
+    /// Every other plug-in is itself.
+    func resolved(driverVendor: String) -> any CameraVendor
 }
 
 extension CameraVendor {
@@ -76,6 +80,7 @@ extension CameraVendor {
     public var hasEmulator: Bool { false }
     public func makeEmulator(_ request: EmulatorRequest) throws -> (any CameraEmulator)? { nil }
     public func unsupportedReason(_ capability: CameraCapabilities) -> String { genericUnsupportedReason(capability) }
+    public func resolved(driverVendor: String) -> any CameraVendor { self }
 
     /// "shutter is not available for Panasonic LUMIX cameras".
     public func genericUnsupportedReason(_ capability: CameraCapabilities) -> String {

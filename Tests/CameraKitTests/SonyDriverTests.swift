@@ -110,8 +110,10 @@ struct SonySetup {
         #expect(await s.collector.wait(for: 60, seconds: 20))
         await s.shutdown()
         #expect(s.driver.stats.afUnmatched >= 4, "every 10th frame has no 0x02: \(s.driver.stats.afUnmatched) counted")
+        // Sticky: a frame whose information never came keeps the latest boxes (the overlay never
+        // blinks off for a frame); only frames before the first information may be bare.
         let bare = s.collector.all.dropFirst(2).filter { $0.af.isEmpty }.count
-        #expect(bare >= 4 && bare <= s.collector.all.count / 10 + 2, "\(bare) of \(s.collector.all.count) frames without a box")
+        #expect(bare == 0, "\(bare) of \(s.collector.all.count) frames without a box")
     }
 
     @Test func aColourTemperatureOutsideTheCamerasRangeIsRefusedBeforeTheCamera() async throws {

@@ -182,7 +182,9 @@ import LiveViewCore
         var wrong: [Int] = []
         for (i, f) in frames.enumerated() {
             let x = f.af.first.map { Int($0.camera.x) }
-            let expected: Int? = missing.contains(i) ? nil : 1000 + 100 * i
+            // A frame whose information never came keeps the most recent earlier box (sticky),
+            // never none: the previous frame's (no two missing frames are neighbours here).
+            let expected: Int? = missing.contains(i) ? 1000 + 100 * (i - 1) : 1000 + 100 * i
             // Until the parser has seen information arrive after its JPEG, a JPEG may carry the
             // previous box (the first frames of the "after" orders, sticky reading).
             let learning = (order.hasPrefix("after") && i == 0) || (order == "alternate" && i <= 1) || (order == "random-missing" && i <= 3)

@@ -1,6 +1,7 @@
 import Foundation
+import JPEGKit
 import LiveViewCore
-import MediaKit
+@testable import MediaKit
 import Testing
 
 extension MediaTests {
@@ -127,6 +128,28 @@ extension MediaTests {
             #expect(left <= 20 && right <= 20, "bars luma \(left) \(right)")
             let stats = webcam.stats(camera: "cam")
             #expect(stats.framesIn > 10 && stats.errors == 0, "\(stats)")
+        }
+
+        /// The ticker reads the clock, then takes the lock; a picture stored in between (on the
+        /// camera's thread) is newer than that reading. Driven in that order on purpose: it must
+        /// be shown, not crash the gateway (a plain `now - storedAt` traps on UInt64).
+        @Test func aPictureNewerThanTheTickersClockReadingIsShown() throws {
+            var config = VirtualWebcamOutput.Configuration(device: "/dev/video-not-used")
+            config.width = 320
+            config.height = 180
+            config.sink = "fakesink"
+            let webcam = try VirtualWebcamOutput(runtime: testRuntime, configuration: config)
+            let now = MonotonicClock.nanos()
+            while MonotonicClock.nanos() == now {}
+            webcam.received(I420Picture(width: 320, height: 180))  // stored after `now`
+            let shown = try #require(webcam.pictureToShow(now: now), "a picture stored after the clock reading is fresh")
+            shown.release()
+            #expect(!webcam.isShowingSlate)
+            #expect(VirtualWebcamOutput.isFresh(pictureAt: now + 1_000_000_000, now: now, offlineAfter: 0))
+            #expect(!VirtualWebcamOutput.isFresh(pictureAt: now, now: now + 3_000_000_000, offlineAfter: 2_000_000_000))
+            #expect(MonotonicClock.elapsed(from: now + 5, to: now) == 0)
+            #expect(MonotonicClock.elapsed(from: now, to: now + 5) == 5)
+            webcam.stop()
         }
 
         @Test func missingDeviceFailsToStart() throws {

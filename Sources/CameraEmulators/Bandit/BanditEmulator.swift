@@ -321,7 +321,7 @@ public final class BanditEmulator: CameraEmulator, Sendable {
                 // Video PTS of the frame being written now (the file runs at the camera's frame rate,
                 // whether or not the viewfinder sends); the first recorded frame is 1/fps, never 0.0,
                 // as in the conformance capture.
-                let k = Int(Double(MonotonicClock.nanos() - v.recordingStartNanos) * fps / 1e9) + 1
+                let k = Int(Double(MonotonicClock.elapsed(from: v.recordingStartNanos, to: MonotonicClock.nanos())) * fps / 1e9) + 1
                 v.recordedFrames = k
                 pts = Float(Double(k) / fps)
             }

@@ -206,7 +206,7 @@ final class BanditEmulatorState: Sendable {
 
     func status() -> [String: Any] {
         values.withLock { v in
-            let secs = v.recording ? Int((MonotonicClock.nanos() - v.recordingStartNanos) / 1_000_000_000) : 0
+            let secs = v.recording ? Int(MonotonicClock.elapsed(from: v.recordingStartNanos, to: MonotonicClock.nanos()) / 1_000_000_000) : 0
             return [
                 "recording_active": v.recording, "recording_secs": secs, "recoding_secs": secs,
                 "battery_level_pct": 87, "battery_charging": false, "gnss_fix": false, "gnss_strength_pct": 0,

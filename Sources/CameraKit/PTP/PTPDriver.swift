@@ -218,9 +218,21 @@ public final class PTPDriver: CameraDriver, Sendable {
     /// Connects, opens the session and identifies the camera.
     private func open() async throws -> any PTPVendorSession {
         let transport: any PTPTransport
-        if endpoint.vendor == .fuji {
+        if endpoint.fujiTransport {
             transport = try await FujiTransport.connect(host: endpoint.host, port: endpoint.port, group: group,
                                                         timeout: requestTimeout)
+        } else if endpoint.vendor == nil {
+            // A generic URL: standard PTP/IP first; a body that answers its init with something
+            // else may speak Fujifilm's dialect, which is tried before giving up.
+            do {
+                transport = try await PTPIPTransport.connect(host: endpoint.host, port: endpoint.port, group: group,
+                                                             timeout: requestTimeout)
+            } catch let e as PTPTransportError {
+                guard case .protocolError = e else { throw e }
+                logger.info("ptp \(endpoint): no PTP/IP init answer (\(e)); trying Fujifilm's dialect")
+                transport = try await FujiTransport.connect(host: endpoint.host, port: endpoint.port, group: group,
+                                                            timeout: requestTimeout)
+            }
         } else {
             transport = try await PTPIPTransport.connect(host: endpoint.host, port: endpoint.port, group: group,
                                                          timeout: requestTimeout)

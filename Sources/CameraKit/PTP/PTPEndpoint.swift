@@ -50,6 +50,10 @@ public struct PTPEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var maxFPS: Double
     /// Canon: where shots go (nil = the body's setting).
     public var captureTarget: PTPCaptureTarget?
+    /// The camera speaks Fujifilm's TCP dialect from its first packet: `vendor=fuji`, or a generic
+    /// URL that names Fujifilm's ports (`event=`/`liveview=`, or command port 55740). DeviceInfo
+    /// still names the dialect of a generic one.
+    public var fujiTransport: Bool
 
     public static let defaultPort = 15740
     public static let fujiPorts = (command: 55740, event: 55741, liveView: 55742)
@@ -59,7 +63,10 @@ public struct PTPEndpoint: Sendable, Hashable, CustomStringConvertible {
         self.host = host
         self.port = port
         self.vendor = vendor
-        self.eventPort = eventPort ?? (vendor == .fuji ? Self.fujiPorts.event : port)
+        let fuji = vendor == .fuji
+            || (vendor == nil && (eventPort != nil || liveViewPort != nil || port == Self.fujiPorts.command))
+        self.fujiTransport = fuji
+        self.eventPort = eventPort ?? (fuji ? Self.fujiPorts.event : port)
         self.liveViewPort = liveViewPort ?? Self.fujiPorts.liveView
         self.maxFPS = maxFPS
         self.captureTarget = captureTarget
@@ -69,7 +76,7 @@ public struct PTPEndpoint: Sendable, Hashable, CustomStringConvertible {
         var s = "ptpip://\(host):\(port)"
         var q: [String] = []
         if let v = vendor { q.append("vendor=\(v.rawValue)") }
-        if vendor == .fuji { q.append("event=\(eventPort)"); q.append("liveview=\(liveViewPort)") }
+        if fujiTransport { q.append("event=\(eventPort)"); q.append("liveview=\(liveViewPort)") }
         if maxFPS != 30 { q.append("fps=\(maxFPS)") }
         if let t = captureTarget { q.append("target=\(t.rawValue)") }
         if !q.isEmpty { s += "?" + q.joined(separator: "&") }

@@ -160,8 +160,10 @@ struct SonyRemoteFormat: StreamContainerFormat {
         }
     }
 
-    /// Writes the held JPEG into `frame` with the current records (`withAF`) or none.
-    mutating func release(into frame: inout WireFrame, withAF: Bool) -> Bool {
+    /// Writes the held JPEG into `frame` with the current records: its own (`matched`) or, when its
+    /// information never came, the most recent earlier ones (sticky: the overlay never blinks off
+    /// for a frame; counted in `afUnmatched`).
+    mutating func release(into frame: inout WireFrame, matched: Bool) -> Bool {
         guard let h = held else { return false }
         held = nil
         frame.reset()
@@ -170,11 +172,12 @@ struct SonyRemoteFormat: StreamContainerFormat {
         frame.info = h.info
         frame.seq = Int64(h.seq)
         frame.pts = Int64(h.ts) * 1_000_000
-        if withAF { appendAreas(to: &frame, width: h.info.width, height: h.info.height) } else { afUnmatched += 1 }
+        if !matched { afUnmatched += 1 }
+        appendAreas(to: &frame, width: h.info.width, height: h.info.height)
         return true
     }
 
-    mutating func flush(frame: inout WireFrame) -> Bool { release(into: &frame, withAF: false) }
+    mutating func flush(frame: inout WireFrame) -> Bool { release(into: &frame, matched: false) }
 
     mutating func step(_ w: ArraySlice<UInt8>, offset: Int, frame: inout WireFrame) -> FramingStep {
         let b = w.startIndex
@@ -203,7 +206,7 @@ struct SonyRemoteFormat: StreamContainerFormat {
         switch type {
         case 0x01:
             // A JPEG still waiting goes first, without frame information (none came for it).
-            if held != nil, release(into: &frame, withAF: false) { return .heldFrame }
+            if held != nil, release(into: &frame, matched: false) { return .heldFrame }
             let region = w[(b + 136)..<(b + 136 + size)]
             let info: JPEGInfo
             do { info = try JPEGScanner.scan(region) } catch {
@@ -230,13 +233,15 @@ struct SonyRemoteFormat: StreamContainerFormat {
             frame.info = info
             frame.seq = Int64(seq)
             frame.pts = Int64(ts) * 1_000_000
-            // Matched, or the sticky reading where keys do not match or information is sparse.
-            if matched || !keysMatch || !infoPerFrame {
-                appendAreas(to: &frame, width: info.width, height: info.height)
-            }
+            // Its own records, or the sticky reading: the most recent earlier ones.
+            if !matched && keysMatch { afUnmatched += 1 }
+            appendAreas(to: &frame, width: info.width, height: info.height)
             return .frame(total)
         case 0x02:
             if w[b + 16] == 1 && w[b + 17] == 0 {
+                // A held JPEG this does not describe goes first, with the records from before this
+                // packet (its own never came): the packet is stepped again once it is out.
+                if let h = held, h.seq != seq && h.ts != ts, release(into: &frame, matched: false) { return .heldFrame }
                 let count = Int(w.be16(b + 18))
                 let recSize = Int(w.be16(b + 20))
                 records.removeAll(keepingCapacity: true)
@@ -256,7 +261,7 @@ struct SonyRemoteFormat: StreamContainerFormat {
                     keysMatch = true
                     // The JPEG this describes was waiting: out it goes with its areas; the packet
                     // is consumed by the `.frame` step.
-                    if release(into: &frame, withAF: true) { return .frame(total) }
+                    if release(into: &frame, matched: true) { return .frame(total) }
                 }
                 if held == nil, let last = lastJPEGKey, last.seq == seq || last.ts == ts {
                     keysMatch = true  // information after its JPEG: from now on JPEGs wait for it

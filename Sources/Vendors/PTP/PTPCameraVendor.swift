@@ -48,7 +48,8 @@ public struct PTPCameraVendor: CameraVendor {
         switch dialect {
         case .nikon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .canon: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
-        case .generic: return [.liveView, .afAreas, .touchAF, .events, .files]
+        // Before DeviceInfo says which dialect: what every dialect offers (`resolved` gives the rest).
+        case .generic: return [.liveView, .afAreas, .events, .files, .shutter, .transfer]
         case .fuji: return [.liveView, .afAreas, .touchAF, .events, .files, .shutter, .transfer]
         case .sonyPTP: return [.liveView, .afAreas, .events, .files, .shutter, .transfer]
         }
@@ -93,7 +94,22 @@ public struct PTPCameraVendor: CameraVendor {
                            source: try TestPatternSource(width: r.width, height: r.height), group: r.group)
     }
 
+    /// `ptpip://` without `vendor=`: the dialect DeviceInfo named (the PTP driver's `vendor`, which
+    /// is `ptp` until it knows).
+    public func resolved(driverVendor: String) -> any CameraVendor {
+        guard dialect == .generic, let v = PTPVendor(rawValue: driverVendor) else { return self }
+        switch v {
+        case .nikon: return PTPCameraVendor(.nikon)
+        case .canon: return PTPCameraVendor(.canon)
+        case .sony: return PTPCameraVendor(.sonyPTP)
+        case .fuji: return PTPCameraVendor(.fuji)
+        }
+    }
+
     public func unsupportedReason(_ capability: CameraCapabilities) -> String {
+        if dialect == .generic && capability == .touchAF {
+            return "touch-AF: the camera's PTP dialect is not known yet (it is read from DeviceInfo when the camera connects)"
+        }
         if capability == .touchAF && dialect == .sonyPTP { return "touch-AF over Sony PTP/IP: no operation is known" }
         return genericUnsupportedReason(capability)
     }

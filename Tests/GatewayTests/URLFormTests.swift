@@ -1,0 +1,68 @@
+import CameraEmulators
+import CameraKit
+import Foundation
+import NIOPosix
+@testable import Gateway
+import Testing
+
+/// A camera's capabilities follow what it turned out to be, whatever URL named it: the same PTP
+/// body reached as `ptpip://HOST` (dialect read from DeviceInfo), `ptpip://HOST?vendor=NAME` and
+/// its own scheme (`nikon://`, `canon://`, `sony-ptp://`, `fuji://`) shoots through the API, and
+/// its JSON says so, once the camera is connected.
+@Suite(.serialized) struct URLFormTests {
+    /// Every URL form the README lists for a PTP emulator of `kind`.
+    static func forms(_ kind: PTPEmulatorKind, _ emu: PTPEmulator) -> [String] {
+        let host = "127.0.0.1:\(emu.port)"
+        if kind == .fuji {
+            let ports = "event=\(emu.eventPort)&liveview=\(emu.liveViewPort)"
+            return ["ptpip://\(host)?\(ports)", "ptpip://\(host)?vendor=fuji&\(ports)", "fuji://\(host)?\(ports)"]
+        }
+        return ["ptpip://\(host)", "ptpip://\(host)?vendor=\(kind.rawValue)", "\(kind.rawValue)://\(host)"]
+    }
+
+    @Test(.enabled(if: which("curl") != nil, "needs curl"), arguments: PTPEmulatorKind.allCases)
+    func everyURLFormShoots(kind: PTPEmulatorKind) async throws {
+        let curl = which("curl")!
+        let emu = PTPEmulator(kind: kind, fps: 10, source: try TestPatternSource(width: 320, height: 240),
+                              group: MultiThreadedEventLoopGroup.singleton)
+        _ = try await emu.start()
+        defer { Task { await emu.stop() } }
+        for url in Self.forms(kind, emu) {
+            let dir = try temporaryDirectory("livegate-urlform")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let gateway = try await startGateway(camera: url, label: "urlform") { $0.capturesDirectory = dir.path }
+            let (server, base) = try await startAPIServer(gateway)
+            let streaming = await waitUntil(timeout: 20) { gateway.cameras.first?.driver.state == .streaming }
+            #expect(streaming, "\(url): not streaming")
+            let summary = try await runProcessAsync(curl, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 10)
+            let obj = try #require(try JSONSerialization.jsonObject(with: Data(summary.output.utf8)) as? [String: Any], "\(url): \(summary.output)")
+            let caps = try #require(obj["capabilities"] as? [String: Bool], "\(url): \(summary.output)")
+            #expect(obj["vendor"] as? String == kind.rawValue, "\(url): \(obj["vendor"] ?? "-")")
+            #expect(caps["shutter"] == true && caps["transfer"] == true && caps["files"] == true, "\(url): \(caps)")
+            #expect(caps["touchAF"] == (kind != .sony), "\(url): \(caps)")
+            let shot = try await runProcessAsync(curl, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json",
+                                                        "\(base)/api/v1/cameras/cam0/capture"], timeout: 60)
+            #expect(shot.output.hasSuffix("\n200"), "\(url): capture answered \(shot.output.suffix(300))")
+            #expect(await waitUntil(timeout: 10) { !gateway.captures(camera: "cam0").isEmpty }, "\(url): nothing saved")
+            server.cancel()
+            await gateway.stop()
+        }
+    }
+
+    /// Before a `ptpip://` camera has said which dialect it speaks, the shutter is not refused as
+    /// missing (every dialect has one): the camera is not there, so the answer is 503.
+    @Test(.enabled(if: which("curl") != nil, "needs curl"))
+    func anAbsentGenericPTPCameraIsUnavailableNotUnsupported() async throws {
+        let generic = try await startGateway(camera: "ptpip://127.0.0.1:1", label: "urlform-absent")
+        let (server, base) = try await startAPIServer(generic)
+        defer { server.cancel() }
+        let refused = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json",
+                                                             "\(base)/api/v1/cameras/cam0/capture"], timeout: 10)
+        #expect(refused.output.hasSuffix("\n503"), "\(refused.output)")
+        let focus = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json",
+                                                           "-d", #"{"x": 10, "y": 10}"#, "\(base)/api/v1/cameras/cam0/focus"], timeout: 10)
+        #expect(focus.output.hasSuffix("\n501") && focus.output.contains("not known yet"), "\(focus.output)")
+        server.cancel()
+        await generic.stop()
+    }
+}
