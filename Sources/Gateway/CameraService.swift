@@ -35,8 +35,8 @@ struct CameraService: Service {
 final class CameraStopper: Sendable {
     private let driver: any CameraDriver
     private let emulator: (any CameraEmulator)?
-    private let driverStop = Mutex<Task<Void, Never>?>(nil)
-    private let emulatorStop = Mutex<Task<Void, Never>?>(nil)
+    private let driverStop = Mutex<(task: Task<Void, Never>, began: ContinuousClock.Instant)?>(nil)
+    private let emulatorStop = Mutex<(task: Task<Void, Never>, began: ContinuousClock.Instant)?>(nil)
     /// Finishes when the camera is removed (its service then stops the camera and idles).
     let removed: AsyncStream<Void>
     private let removal: AsyncStream<Void>.Continuation
@@ -53,10 +53,17 @@ final class CameraStopper: Sendable {
         await stopEmulator()
     }
 
-    /// Stops the driver (a removal then detaches the outputs before the emulator goes).
-    func stopDriver() async {
+    /// How long a caller waits for the driver to stop. A camera that stopped answering holds its
+    /// request (and the driver's goodbyes) until their own timeouts, up to 10 s; the shutdown must
+    /// end within 3 s, so the caller goes on and the stop finishes (or the process ends) behind it.
+    static let driverStopLimit: Duration = .milliseconds(1500)
+
+    /// Stops the driver (a removal then detaches the outputs before the emulator goes). False when
+    /// the stop was still under way after `driverStopLimit`.
+    @discardableResult
+    func stopDriver() async -> Bool {
         let driver = self.driver
-        await Self.once(driverStop) { await driver.stop() }
+        return await Self.once(driverStop, atMost: Self.driverStopLimit) { await driver.stop() }
     }
 
     /// Stops the in-process emulator, if the camera is one.
@@ -69,13 +76,22 @@ final class CameraStopper: Sendable {
     func wasRemoved() { removal.finish() }
 
     /// Runs `work` the first time and waits for that one run on every call.
-    private static func once(_ slot: borrowing Mutex<Task<Void, Never>?>, _ work: @escaping @Sendable () async -> Void) async {
-        let task = slot.withLock { t -> Task<Void, Never> in
+    /// With `atMost`, waits no longer than that after the first call began it (false: still
+    /// running), so a second caller does not wait the whole budget again.
+    @discardableResult
+    private static func once(_ slot: borrowing Mutex<(task: Task<Void, Never>, began: ContinuousClock.Instant)?>,
+                             atMost limit: Duration? = nil, _ work: @escaping @Sendable () async -> Void) async -> Bool {
+        let (task, began) = slot.withLock { t -> (Task<Void, Never>, ContinuousClock.Instant) in
             if let t { return t }
-            let started = Task { await work() }
+            let started = (task: Task { await work() }, began: ContinuousClock.now)
             t = started
             return started
         }
-        await task.value
+        guard let limit else {
+            await task.value
+            return true
+        }
+        let left = limit - began.duration(to: .now)
+        return await waitForTask(task, atMost: max(left, .zero))
     }
 }

@@ -42,6 +42,8 @@ public protocol ControlModel: Sendable {
     func reload() async throws -> GatewayAPI.ReloadResult
     /// A camera's pushes to media servers (url, state, reason).
     func pushes(camera: String) -> [PushState]
+    /// Fired when the gateway closes: long-lived answers end on it (nil: never).
+    var closing: ClosingSignal? { get }
 }
 
 extension ControlModel {
@@ -60,6 +62,7 @@ extension ControlModel {
         throw APIError(.conflict, "nothing to reload here")
     }
     public func pushes(camera: String) -> [PushState] { [] }
+    public var closing: ClosingSignal? { nil }
 }
 
 /// The HTTP JSON control API (Hummingbird): cameras, properties, touch-AF, metrics and HLS files.
@@ -271,8 +274,14 @@ public enum ControlAPI {
         }
         var headers: HTTPFields = [.contentType: "multipart/x-mixed-replace; boundary=\(mjpegBoundary)"]
         headers[.cacheControl] = "no-cache, no-store"
+        let closing = model.closing
         let body = ResponseBody { writer in
-            defer { sub.cancel() }
+            // Closing ends the subscription: `next()` answers nil and the part stream ends cleanly.
+            let token = closing?.onClose { sub.cancel() }
+            defer {
+                closing?.forget(token)
+                sub.cancel()
+            }
             while let frame = await sub.next() {
                 let drawn = annotator?.annotate(frame)
                 let count = drawn?.count ?? frame.count

@@ -23,6 +23,8 @@ final class EventStream: Sendable {
         var subscribers: [Int: AsyncStream<String>.Continuation] = [:]
         var lastID = 0
         var recent: [(id: Int, text: String)] = []
+        /// The gateway is closing: every stream has ended and new ones end at once.
+        var closed = false
     }
     private let listeners = Mutex(Listeners())
     /// Held while events are handed to listeners (`yield`), so that each listener gets them in
@@ -51,8 +53,9 @@ final class EventStream: Sendable {
     func subscribe(lastEventID: Int? = nil) -> AsyncStream<String> {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1024))
-        let first = delivery.withLock { _ -> Bool in
-            let (first, missed) = listeners.withLock { l -> (Bool, [String]) in
+        let first = delivery.withLock { _ -> Bool? in
+            let (first, missed) = listeners.withLock { l -> (Bool?, [String]) in
+                guard !l.closed else { return (nil, []) }
                 l.subscribers[id] = continuation
                 var missed: [String] = []
                 if let last = lastEventID, last <= l.lastID, last >= (l.recent.first?.id ?? l.lastID + 1) - 1 {
@@ -62,6 +65,10 @@ final class EventStream: Sendable {
             }
             for text in missed { continuation.yield(text) }
             return first
+        }
+        guard let first else {
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
         if first {
@@ -74,6 +81,17 @@ final class EventStream: Sendable {
             Task.detached { [weak self] in await self?.snapshot(to: continuation) }
         }
         return stream
+    }
+
+    /// Ends every listener's stream (their answers finish cleanly) and every later one at once.
+    func close() {
+        let all = delivery.withLock { _ in
+            listeners.withLock { l -> [AsyncStream<String>.Continuation] in
+                l.closed = true
+                return Array(l.subscribers.values)
+            }
+        }
+        for c in all { c.finish() }
     }
 
     private func unsubscribe(_ id: Int) {

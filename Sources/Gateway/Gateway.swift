@@ -66,6 +66,18 @@ public final class Gateway: ControlModel, Service, Sendable {
     /// A new listener of `GET /api/v1/events`.
     public func eventStream(lastEventID: Int?) -> AsyncStream<String>? { events.subscribe(lastEventID: lastEventID) }
 
+    /// Fired once the gateway is closing: long-lived HTTP answers end on it.
+    public let closing = ClosingSignal()
+
+    /// The gateway is closing: the event stream ends for every listener (and for any that comes
+    /// later), MJPEG viewers and card downloads end, each cleanly, so no client holds the shutdown.
+    public func beginClosing() {
+        guard !closing.isClosed else { return }
+        logger.info("closing: ending event streams, MJPEG viewers and downloads")
+        events.close()
+        closing.close()
+    }
+
     /// Tells the event stream's listeners at once.
     public func propertyWasSet(camera: String, name: String, value: APIValue) {
         events.propertySet(camera: camera, name: name, value: value)
@@ -256,9 +268,19 @@ public final class Gateway: ControlModel, Service, Sendable {
 
     /// Stops cameras, outputs (finishing recordings) and emulators.
     public func stop() async {
+        beginClosing()
         running.store(false, ordering: .releasing)
         let all = runtimes.withLock { $0 }
-        for cam in all { await cam.stopper.stopDriver() }
+        // Every camera at once, each waited for at most CameraStopper.driverStopLimit.
+        await withTaskGroup(of: Void.self) { g in
+            for cam in all {
+                g.addTask {
+                    if !(await cam.stopper.stopDriver()) {
+                        self.logger.warning("camera \(cam.runtime.id) did not stop in time (a request to it is still open); going on without it")
+                    }
+                }
+            }
+        }
         let outputs = self.outputs
         await outputs.endReapers()
         await blocking("outputs-stop") { outputs.stop() }

@@ -231,11 +231,19 @@ struct Run: AsyncParsableCommand {
         // reloader, and per camera its media graph and the camera, which the gateway adds as it
         // starts them. A graceful shutdown goes backwards: cameras and graphs, reloader, HTTP
         // server, HLS/WebRTC, RTSP server, then the gateway finishes the recordings.
-        let group = ServiceGroup(configuration: .init(
+        // SIGTERM/SIGINT also tell the gateway at once that it is closing (ClosingOnSignal): event
+        // streams, MJPEG viewers and downloads end before the group reaches the HTTP server. What
+        // still runs 2.5 s after the signal (a camera that stopped answering mid-request) is
+        // cancelled, so livegate ends within 3 s whatever is connected; the gateway, last, still
+        // finishes the recordings.
+        var configuration = ServiceGroupConfiguration(
             services: [.init(service: gateway)] + gateway.outputServices
-                + [.init(service: app), .init(service: ReloadOnHangup(gateway: gateway, logger: logger))],
+                + [.init(service: app), .init(service: ReloadOnHangup(gateway: gateway, logger: logger)),
+                   .init(service: ClosingOnSignal(gateway: gateway))],
             gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+            logger: logger)
+        configuration.maximumGracefulShutdownDuration = .milliseconds(2500)
+        let group = ServiceGroup(configuration: configuration)
         gateway.runCameras(in: group)
         // Cameras and outputs first: a port in use or a missing device stops here, with one clear
         // message, before the HTTP server starts (the service's run() finds them started).
@@ -338,4 +346,23 @@ func writableDirectory(_ path: String, flag: String, create: Bool = true) throws
         }
     }
     guard access(path, W_OK | X_OK) == 0 else { throw CLIError("\(flag) \(path): livegate may not write into this folder (permission denied)") }
+}
+
+/// Tells the gateway it is closing the moment SIGTERM or SIGINT arrives, before the service group's
+/// graceful shutdown reaches the HTTP server (it goes service by service, cameras first): clients
+/// of long-lived answers are told at once, so they never hold the shutdown.
+struct ClosingOnSignal: Service {
+    let gateway: Gateway
+
+    func run() async throws {
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        for await _ in signals.cancelOnGracefulShutdown() {
+            gateway.beginClosing()
+            break
+        }
+        // A service that returns early fails the group: wait for the shutdown's turn (at once when
+        // it came first), and make sure nothing long-lived outlives it.
+        try? await gracefulShutdown()
+        gateway.beginClosing()
+    }
 }

@@ -133,6 +133,16 @@ func startAPIServer(_ model: any ControlModel) async throws -> (Task<Void, any E
 }
 
 /// Polls `condition` every 50 ms until it holds or `timeout` seconds pass; returns the last answer.
+/// `waitUntil` for a condition that must itself wait (an HTTP request).
+func waitUntilAsync(timeout: Double, _ condition: () async -> Bool) async -> Bool {
+    let end = Date().addingTimeInterval(timeout)
+    while Date() < end {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+    return await condition()
+}
+
 func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
     let end = Date().addingTimeInterval(timeout)
     while Date() < end {

@@ -28,7 +28,9 @@ I420="video/x-raw,format=I420,width=1280,height=720,framerate=30/1"
 APPSRC="video/x-raw,format=I420,width=1280,height=720,framerate=30/1,pixel-aspect-ratio=1/1,colorimetry=1:4:0:0"
 LGCAPS="video/x-raw,format=YUY2,width=1280,height=720,pixel-aspect-ratio=1/1,framerate=30/1,colorimetry=bt601"
 SRC="videotestsrc is-live=true"
-SINK="v4l2sink device=$DEV"
+# sync=false as in pipelines/v4l2-sink.pipeline: under TCG videotestsrc needs ~35 ms a frame, and a
+# syncing sink drops nearly every frame as late (about one frame a second gets through).
+SINK="v4l2sink device=$DEV sync=false"
 
 pipeline() {
     case "$1" in
@@ -40,17 +42,23 @@ pipeline() {
         yuy2-convert-bt601) echo "$SRC ! videoconvert ! $YUY2,colorimetry=bt601 ! $SINK" ;;
         yuy2-bt709) echo "$SRC ! $YUY2,colorimetry=bt709 ! $SINK" ;;
         yuy2-srgb) echo "$SRC ! $YUY2,colorimetry=sRGB ! $SINK" ;;
+        # What v4l2sink reports for v4l2loopback's V4L2_COLORSPACE_SRGB on YUV formats.
+        yuy2-2471) echo "$SRC ! $YUY2,colorimetry=2:4:7:1 ! $SINK" ;;
         i420) echo "$SRC ! $I420 ! $SINK" ;;
         i420-bt601) echo "$SRC ! $I420,colorimetry=bt601 ! $SINK" ;;
         # pipelines/v4l2.pipeline as livegate renders it, a videotestsrc with the appsrc's caps in
         # place of the appsrc.
-        livegate) echo "$SRC ! $APPSRC ! videoscale add-borders=true ! videoconvert ! $LGCAPS ! $SINK sync=false" ;;
+        livegate) echo "$SRC ! $APPSRC ! videoscale add-borders=true ! videoconvert ! $LGCAPS ! $SINK" ;;
         # The same without colorimetry=bt601 in the capsfilter.
-        livegate-nocolor) echo "$SRC ! $APPSRC ! videoscale add-borders=true ! videoconvert ! video/x-raw,format=YUY2,width=1280,height=720,pixel-aspect-ratio=1/1,framerate=30/1 ! $SINK sync=false" ;;
+        livegate-nocolor) echo "$SRC ! $APPSRC ! videoscale add-borders=true ! videoconvert ! video/x-raw,format=YUY2,width=1280,height=720,pixel-aspect-ratio=1/1,framerate=30/1 ! $SINK" ;;
+        # The capsfilter with the device's own colorimetry instead of bt601.
+        livegate-2471) echo "$SRC ! $APPSRC ! videoscale add-borders=true ! videoconvert ! video/x-raw,format=YUY2,width=1280,height=720,pixel-aspect-ratio=1/1,framerate=30/1,colorimetry=2:4:7:1 ! $SINK" ;;
+        # I420 (the README's other option) through livegate's pipeline without colorimetry.
+        livegate-i420-nocolor) echo "$SRC ! $APPSRC ! videoscale add-borders=true ! videoconvert ! video/x-raw,format=I420,width=1280,height=720,pixel-aspect-ratio=1/1,framerate=30/1 ! $SINK" ;;
         *) return 1 ;;
     esac
 }
-all="yuy2 yuy2-bt601 yuy2-par yuy2-par-bt601 yuy2-convert yuy2-convert-bt601 yuy2-bt709 yuy2-srgb i420 i420-bt601 livegate livegate-nocolor"
+all="yuy2 yuy2-bt601 yuy2-par yuy2-par-bt601 yuy2-convert yuy2-convert-bt601 yuy2-bt709 yuy2-srgb yuy2-2471 i420 i420-bt601 livegate livegate-nocolor livegate-2471 livegate-i420-nocolor"
 compliance=${WEBCAM_COMPLIANCE:-yuy2 livegate-nocolor}
 
 load || exit 1
