@@ -144,10 +144,11 @@ public final class AnnotatedStream: Sendable {
         return Subscription(id: id)
     }
 
-    /// Removes a subscriber (the stream stops taking frames `linger` after the last one).
-    public func unsubscribe(_ s: Subscription) {
+    /// Removes a subscriber (the stream stops taking frames `linger` after the last one, or at once
+    /// with `lingering: false`: a subscriber that lingered itself, the encoder after its linger).
+    public func unsubscribe(_ s: Subscription, lingering: Bool = true) {
         let (removed, g) = gate.withLock { g in (subscribersBox.remove(s.id), g) }
-        if removed { g?.release() }
+        if removed { g?.release(lingering: lingering) }
     }
 
     /// Counters: framesIn = frames handed over by the hub, framesOut = pictures decoded,

@@ -206,7 +206,8 @@ final class HLSCamera: Sendable {
     /// Leaves the encoded branch, ends the playlist (EOS) and removes the files.
     func stop() {
         guard let r = running.withLock({ v -> Running? in let o = v; v = nil; return o }) else { return }
-        graph.encoded.removeConsumer(r.consumer)
+        // HLS lingered (no requests for the linger) before this: the encoder need not linger again.
+        graph.encoded.removeConsumer(r.consumer, lingering: false)
         r.pipeline.finish(appsrc: r.source.element, timeout: 2)
         r.pipeline.stop()
         Self.clean(directory)

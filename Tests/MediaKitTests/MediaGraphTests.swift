@@ -14,7 +14,7 @@ extension MediaTests {
             let rtsp = try RTSPOutput(runtime: testRuntime, configuration: .init(address: "127.0.0.1", port: 0))
             defer { rtsp.stop() }
             let hub = FrameHub()
-            let graph = try makeGraph("demand", hub: hub)
+            let graph = try makeGraph("demand", hub: hub) { $0.linger = .seconds(2) }
             defer { graph.stop() }
             try rtsp.addCamera(graph)
             let feeder = try TestFeeder(hub: hub)
@@ -38,8 +38,10 @@ extension MediaTests {
             let encoding = await waitUntil(timeout: 10) { graph.runningEncoders == 1 && graph.pictures.isRunning }
             #expect(encoding)
             #expect(try await h264.value.status == 0)
-            let idle = await waitUntil(timeout: 15) { hub.consumerCount == 0 && !graph.isWatched }
-            #expect(idle, "still attached: \(hub.consumerCount), jpeg \(graph.jpeg.isRunning) picture \(graph.pictures.isRunning) encoder \(graph.encoded.isRunning)")
+            // Every branch that served only that client is gone within linger + 1 s of its leaving:
+            // the picture branch stops with the encoder, it does not start a linger of its own then.
+            let idle = await waitUntil(timeout: 3) { hub.consumerCount == 0 && !graph.isWatched }
+            #expect(idle, "still attached 3 s after the last client (linger 2 s): \(hub.consumerCount), jpeg \(graph.jpeg.isRunning) picture \(graph.pictures.isRunning) encoder \(graph.encoded.isRunning)")
             let decoded = graph.pictures.stats(camera: "demand").framesIn
             await pause(0.5)
             #expect(graph.pictures.stats(camera: "demand").framesIn == decoded, "frames still decoded after everyone left")

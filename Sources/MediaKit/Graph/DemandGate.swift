@@ -61,14 +61,20 @@ final class DemandGate: Sendable {
         }
     }
 
-    /// Removes a consumer; the last one schedules the stop after the linger.
-    func release() {
+    /// Removes a consumer; the last one schedules the stop after the linger. `lingering: false`
+    /// stops at once (on this thread) when it was the last: for a consumer that lingered already
+    /// (a branch downstream that stops after its own linger), so lingers never add up.
+    func release(lingering: Bool = true) {
         let (idle, generation) = state.withLock { s -> (Bool, UInt64) in
             s.consumers = max(0, s.consumers - 1)
             s.generation &+= 1
             return (s.consumers == 0, s.generation)
         }
         guard idle else { return }
+        guard lingering else {
+            stopIfStill(generation)
+            return
+        }
         // A plain thread sleeps through the linger (stopping may block on GStreamer state changes, so
         // it stays off the cooperative pool; releases come with client departures, so they are rare).
         let nanos = linger.nanoseconds

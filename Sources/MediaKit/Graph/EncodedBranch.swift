@@ -107,10 +107,11 @@ public final class EncodedBranch: Sendable {
         encoder.withLock { $0 }?.requestJoinKeyframe()
     }
 
-    /// Removes a consumer; the encoder stops a linger after the last one.
-    func removeConsumer(_ c: Consumer) {
+    /// Removes a consumer; the encoder stops a linger after the last one (at once with
+    /// `lingering: false`, for a consumer that lingered before leaving, such as HLS).
+    func removeConsumer(_ c: Consumer, lingering: Bool = true) {
         guard sinks.withLock({ $0.removeValue(forKey: c.id) }) != nil else { return }
-        gate.release()
+        gate.release(lingering: lingering)
     }
 
     /// Stops the encoder at once (shutdown).
@@ -166,7 +167,8 @@ public final class EncodedBranch: Sendable {
     /// Stops and drops the encoder pipeline; false when none ran.
     private func stopEncoderPipeline() -> Bool {
         guard let e = encoder.withLock({ v -> EncoderPipeline? in let o = v; v = nil; return o }) else { return false }
-        if let s = e.subscription.withLock({ $0 }) { pictures.unsubscribe(s) }
+        // The encoder lingered already: the picture branch it alone used stops with it.
+        if let s = e.subscription.withLock({ $0 }) { pictures.unsubscribe(s, lingering: false) }
         e.pipeline.stop()
         return true
     }
