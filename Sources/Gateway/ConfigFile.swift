@@ -227,17 +227,22 @@ public struct ConfigFile: Decodable, Sendable, Equatable {
         }
     }
 
+    /// The line where the broken construct starts (libyaml's context mark: the `[` that is never
+    /// closed), else where the parser gave up.
     static func line(of error: YamlError) -> Int? {
         switch error {
-        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): return mark.line
+        case .scanner(let ctx, _, let mark, _), .parser(let ctx, _, let mark, _), .composer(let ctx, _, let mark, _):
+            return ctx?.mark.line ?? mark.line
         default: return nil
         }
     }
 
     static func problem(of error: YamlError) -> String {
         switch error {
-        case .scanner(let ctx, let problem, _, _), .parser(let ctx, let problem, _, _), .composer(let ctx, let problem, _, _):
-            return [ctx.map { "\($0.text)" }, problem].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ", ")
+        case .scanner(let ctx, let problem, let mark, _), .parser(let ctx, let problem, let mark, _), .composer(let ctx, let problem, let mark, _):
+            var text = [ctx.map { "\($0.text)" }, problem].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ", ")
+            if let ctx, ctx.mark.line != mark.line { text += " (noticed at line \(mark.line), column \(mark.column))" }
+            return text
         default: return "\(error)"
         }
     }

@@ -143,7 +143,10 @@ struct ConfigFileTests {
         #expect(error("cameras:\n  - name: a b\n    url: emulator:sony\n") == "f.yaml:2: cameras[0].name: 'a b' may only use letters, digits, '-' and '_'")
         #expect(error("cameras:\n  - name: a\n") == "f.yaml:2: cameras[0] has no 'url'")
         #expect(error("cameras:\n  - url: emulator:sony\n    colour: red\n") == "f.yaml:3: cameras[0].colour: unknown key; known keys: name, url, overlay, record, push")
-        #expect(error("httpPort: [8080\nfps: 3\n").hasPrefix("f.yaml:2: not valid YAML: while parsing a flow sequence"))
+        // The line where the broken construct starts, not where the parser gave up.
+        #expect(error("httpPort: [8080\nfps: 3\n").hasPrefix("f.yaml:1: not valid YAML: while parsing a flow sequence"))
+        let unclosed = error("listen: 127.0.0.1\ncameras:\n  - url: [unclosed\n  - name: b\n    url: sony://h\n")
+        #expect(unclosed.hasPrefix("f.yaml:3: not valid YAML: while parsing a flow sequence") && unclosed.contains("noticed at line 4"), "\(unclosed)")
         #expect(error("- a\n- b\n") == "f.yaml:1: the file must be a mapping of keys (listen:, cameras: …)")
         #expect(error("httpPort: 8080\npipewire: 'a b'\n") == "f.yaml:2: pipewire: may only use letters, digits, '-', '_' and '.'")
     }
