@@ -30,4 +30,28 @@ public protocol CameraDriver: AnyObject, Sendable {
     func setProperty(_ name: PropertyName, to value: PropertyValue) async throws
     /// Touch-AF at a point in pixels of the camera's live-view JPEG.
     func touchFocus(x: Double, y: Double, imageWidth: Int, imageHeight: Int) async throws
+    /// What the body is doing that holds the live view or makes it answer slowly, in words
+    /// ("showing its card (Contents Transfer) …", "switching modes …"); nil when nothing.
+    var activity: String? { get }
+}
+
+extension CameraDriver {
+    public var activity: String? { nil }
+}
+
+/// A body's passing "busy" answers ("Not Available Now", DeviceBusy), for `CameraDriver.activity`:
+/// what answered so, shown for `shownFor` after the latest one.
+public final class BusyNotes: Sendable {
+    private let latest = Mutex<(what: String, at: UInt64)?>(nil)
+    private let shownFor: UInt64
+
+    public init(shownFor: Duration = .seconds(3)) { self.shownFor = shownFor.nanoseconds }
+
+    public func note(_ what: String) { latest.withLock { $0 = (what, MonotonicClock.nanos()) } }
+
+    /// "switching modes (getSourceList: not ready yet); waiting for it", nil when none is recent.
+    public var text: String? {
+        guard let l = latest.withLock({ $0 }), MonotonicClock.elapsed(from: l.at, to: MonotonicClock.nanos()) < shownFor else { return nil }
+        return "the camera is busy switching modes (\(l.what) answered not ready); waiting for it"
+    }
 }

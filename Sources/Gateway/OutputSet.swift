@@ -215,6 +215,7 @@ final class OutputSet: Sendable {
 
     /// A short, readable reason for the slate and the API from the driver's last error.
     static func reason(_ driver: any CameraDriver) -> String? {
+        if let busy = driver.activity { return busy }
         let state = driver.state
         if state == .streaming { return nil }
         guard let raw = driver.lastError else {

@@ -27,8 +27,12 @@ public struct EmulatorRequest: Sendable {
     public var width: Int
     public var height: Int
     public var group: any EventLoopGroup
+    /// Prompt (default) or moody like a real body (`livegate emulate VENDOR --moody`).
+    public var mood: EmulatorMood
 
-    public init(host: String, port: Int, fps: Double, width: Int, height: Int, group: any EventLoopGroup) {
+    public init(host: String, port: Int, fps: Double, width: Int, height: Int, group: any EventLoopGroup,
+                mood: EmulatorMood = .prompt) {
+        self.mood = mood
         self.host = host
         self.port = port
         self.fps = fps

@@ -22,6 +22,9 @@ struct Emulate: AsyncParsableCommand {
     @Option(name: .long, help: "Address to listen on.") var listen: String = "127.0.0.1"
     @Option(name: .long, help: "Frames per second.") var fps: Double = 30
     @Option(name: .long, help: "Live-view size WIDTHxHEIGHT.") var size: String = "768x432"
+    @Flag(name: .long, help: """
+        Behave like a real body, slow and moody: mode switches take 2 s with "busy" answers meanwhile,         the first frame comes 1.5 s after the stream starts, every third property set is refused as busy         once, card listings take 300 ms a page (Sony and PTP emulators).
+        """) var moody = false
 
     func parsedSize() throws -> (Int, Int) {
         let parts = size.lowercased().split(separator: "x")
@@ -44,11 +47,11 @@ struct Emulate: AsyncParsableCommand {
     func run() async throws {
         let (w, h) = try parsedSize()
         let request = EmulatorRequest(host: listen, port: port, fps: fps, width: w, height: h,
-                                      group: MultiThreadedEventLoopGroup.singleton)
+                                      group: MultiThreadedEventLoopGroup.singleton, mood: moody ? .moody : .prompt)
         guard let emu = try Vendors.makeEmulator(named: vendor, request) else {
             throw ValidationError("no emulator for \(vendor)")
         }
-        let banner = "\(vendor) emulator listening on \(listen):%d, \(w)x\(h) at \(fps) fps"
+        let banner = "\(vendor) emulator listening on \(listen):%d, \(w)x\(h) at \(fps) fps\(moody ? ", moody" : "")"
         let logger = Logger(label: "livegate.emulate")
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: EmulatorService(emulator: emu, banner: banner))],

@@ -90,10 +90,10 @@ func temporaryDirectory(_ prefix: String) throws -> URL {
 
 /// A gateway on one Sony emulator (320×240 test pattern), RTSP on a free port, HLS off unless
 /// `configure` turns it on.
-func startSonyGateway(fps: Double, label: String,
+func startSonyGateway(fps: Double, label: String, mood: EmulatorMood = .prompt,
                       _ configure: (inout GatewayOptions) -> Void = { _ in }) async throws -> (SonyEmulator, Gateway) {
     let emulator = SonyEmulator(port: 0, fps: fps, source: try TestPatternSource(width: 320, height: 240),
-                                group: MultiThreadedEventLoopGroup.singleton)
+                                group: MultiThreadedEventLoopGroup.singleton, mood: mood)
     let port = try await emulator.start()
     return (emulator, try await startGateway(camera: "sony://127.0.0.1:\(port)", label: label, configure))
 }

@@ -35,7 +35,7 @@ public final class SonyEmulator: CameraEmulator, Sendable {
     public let frameInfoOrder: FrameInfoOrder
 
     public init(host: String = "127.0.0.1", port: Int = 0, fps: Double = 30, source: any EmulatorFrameSource,
-                group: any EventLoopGroup, frameInfoOrder: FrameInfoOrder = .before,
+                group: any EventLoopGroup, frameInfoOrder: FrameInfoOrder = .before, mood: EmulatorMood = .prompt,
                 logger: Logger = Logger(label: "livegate.emulator.sony")) {
         self.frameInfoOrder = frameInfoOrder
         self.host = host
@@ -44,7 +44,7 @@ public final class SonyEmulator: CameraEmulator, Sendable {
         self.source = source
         self.group = group
         self.logger = logger
-        self.state = SonyEmulatorState()
+        self.state = SonyEmulatorState(mood: mood)
     }
 
     /// Starts listening; returns the bound port.

@@ -43,6 +43,16 @@ final class SonyEmulatorHandler: ChannelInboundHandler {
             let port = context.channel.localAddress?.port ?? emulator.port
             let url = "http://127.0.0.1:\(port)/liveview/liveviewstream"
             let reply = emulator.state.handle(body: body, liveviewURL: url, source: emulator.source)
+            let delay = emulator.state.mood.listingPageDelay
+            if delay > .zero, path == "/sony/avContent", emulator.state.lastMethod == "getContentList" {
+                // A moody body lists its card slowly: each page after a while.
+                let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
+                let keepAlive = head.isKeepAlive
+                context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(delay.nanoseconds))) { [weak self] in
+                    self?.respond(context: ctx.value, status: .ok, contentType: "application/json", body: reply, keepAlive: keepAlive)
+                }
+                return
+            }
             respond(context: context, status: .ok, contentType: "application/json", body: reply, keepAlive: head.isKeepAlive)
         case (.GET, _) where path.hasPrefix("/postview/"):
             guard let bytes = emulator.state.cardFile(String(path.dropFirst("/postview/".count))) else {
@@ -113,7 +123,9 @@ final class SonyEmulatorHandler: ChannelInboundHandler {
         let channel = context.channel
         emulator.state.addStream(channel)
         let interval = UInt64(1e9 / max(emulator.fps, 0.1))
-        scheduleTick(context: context, channel: channel, start: MonotonicClock.nanos(), tick: 0, interval: interval)
+        // A moody body sends its first frame a while after the stream starts.
+        scheduleTick(context: context, channel: channel, start: MonotonicClock.nanos() + emulator.state.mood.firstFrameDelay.nanoseconds,
+                     tick: 0, interval: interval)
     }
 
     /// Fixed-rate pacing: tick n fires at start + n × interval (a late tick skips the missed ones,

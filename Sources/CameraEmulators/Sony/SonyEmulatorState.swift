@@ -34,7 +34,13 @@ final class SonyEmulatorState: Sendable {
         /// `functionSwitchNanos` to happen.
         var function = "Remote Shooting"
         var functionTarget: (name: String, at: UInt64)? = nil
+        /// Property sets so far (a moody body refuses every n-th once).
+        var sets = 0
     }
+    /// Prompt or moody (`EmulatorMood`); set before the camera is used.
+    let mood: EmulatorMood
+
+    init(mood: EmulatorMood = .prompt) { self.mood = mood }
 
     static let functions = ["Remote Shooting", "Contents Transfer"]
     static let functionSwitchNanos: UInt64 = 300_000_000
@@ -141,12 +147,19 @@ final class SonyEmulatorState: Sendable {
         }
         let id = obj["id"]
         let paramsText = (try? JSONSerialization.data(withJSONObject: params)).flatMap { String(data: $0, encoding: .utf8) } ?? "[]"
-        log.withLock { $0.append((method, paramsText)) }
+        log.withLock { log in
+            // The newest requests only (a day of getEvent polls would be ~43 000).
+            if log.count >= 8192 { log.removeFirst(4096) }
+            log.append((method, paramsText))
+        }
         let version = obj["version"] as? String ?? "1.0"
         let reply = contentsTransfer(method, params, version: version, base: baseURL(liveviewURL))
             ?? dispatch(method, params, liveviewURL: liveviewURL, source: source)
         return encode(id: id, reply)
     }
+
+    /// The method of the newest request.
+    var lastMethod: String? { log.withLock { $0.last?.method } }
 
     /// `http://HOST:PORT` of a liveview URL.
     func baseURL(_ liveviewURL: String) -> String {
@@ -199,16 +212,20 @@ final class SonyEmulatorState: Sendable {
             switch method {
             case "getSupportedCameraFunction": return .result([Self.functions])
             case "getAvailableCameraFunction": return .result([function, Self.functions])
-            case "getCameraFunction": return .result([function])
+            // A moody body says it has switched at once, and is not ready until the switch is over.
+            case "getCameraFunction": return .result([mood.isMoody ? (s.functionTarget?.name ?? function) : function])
             case "setCameraFunction":
                 guard let wanted = p.first as? String, Self.functions.contains(wanted) else { return .error(3, "Illegal Argument") }
-                if wanted != function { s.functionTarget = (wanted, MonotonicClock.nanos() + Self.functionSwitchNanos) }
+                if s.functionTarget != nil && mood.isMoody { return .error(1, "Not Available Now") }
+                if wanted != function {
+                    s.functionTarget = (wanted, MonotonicClock.nanos() + max(Self.functionSwitchNanos, mood.modeSwitchNanos))
+                }
                 if wanted == "Contents Transfer" { s.liveview = false }
                 return .result([0])
             case "getSchemeList", "getSourceList", "getContentCount", "getContentList":
                 guard function == "Contents Transfer" else { return .error(1, "Not Available Now") }
             case "startLiveview", "startLiveviewWithSize", "actTakePicture", "startRecMode", "actHalfPressShutter":
-                return function == "Contents Transfer" ? .error(1, "Not Available Now") : nil
+                return function == "Contents Transfer" || (mood.isMoody && s.functionTarget != nil) ? .error(1, "Not Available Now") : nil
             default:
                 return nil
             }
@@ -247,6 +264,10 @@ final class SonyEmulatorState: Sendable {
             let illegal = Reply.error(3, "Illegal Argument")
             if let r = s.refuseSettings, method.hasPrefix("set"), method != "setLiveviewFrameInfo" {
                 return .error(r.code, r.message)
+            }
+            if mood.busyEveryNthSet > 0, method.hasPrefix("set"), !["setLiveviewFrameInfo", "setPostviewImageSize", "setCameraFunction"].contains(method) {
+                s.sets += 1
+                if s.sets % mood.busyEveryNthSet == 0 { return .error(40401, "Camera Not Ready") }
             }
             switch method {
             case "getAvailableApiList": return .result([Self.methods])

@@ -72,7 +72,8 @@ extension SonyDriver {
         }
         do {
             do {
-                _ = try await rpc.call("setCameraFunction", [function], timeout: .seconds(10))
+                // A body still busy with its last switch answers "Not Available Now": wait for it.
+                _ = try await rpc.callWhenReady("setCameraFunction", [function], timeout: .seconds(10), notReady: busyNote)
             } catch CameraControlError.camera(let code, _) where code == 12 || code == 14 || code == 15 || code == 3 {
                 throw CameraControlError.notSupported("the card of this camera (no \"\(Self.contentsTransfer)\" function)")
             }
@@ -114,18 +115,20 @@ extension SonyDriver {
         let ticket = cardCache.ticket
         return try await withCard {
             let av = avContent
-            let sources = try await av.call("getSourceList", [["scheme": "storage"]], timeout: .seconds(10))
+            // The body may say it switched while its card is not ready yet ("Not Available Now" for a
+            // second or more): each card call waits for it (sony.md §8.3).
+            let sources = try await av.callWhenReady("getSourceList", [["scheme": "storage"]], timeout: .seconds(10), notReady: busyNote)
             let uris = ((sources.first as? [[String: Any]]) ?? []).compactMap { $0["source"] as? String }
             var entries: [SonyCardEntry] = []
             for uri in (uris.isEmpty ? ["storage:memoryCard1"] : Array(uris.prefix(2))) {
-                let counted = SonyCard.count(try await av.call("getContentCount", [["uri": uri, "view": "flat"]], version: "1.2",
-                                                              timeout: .seconds(10)))
+                let counted = SonyCard.count(try await av.callWhenReady("getContentCount", [["uri": uri, "view": "flat"]], version: "1.2",
+                                                                       timeout: .seconds(10), notReady: busyNote))
                 let total = min(counted ?? SonyCard.maxItems, SonyCard.maxItems)
                 var index = 0
                 while index < total && entries.count < SonyCard.maxItems {
-                    let page = try await av.call("getContentList", [["uri": uri, "stIdx": index, "cnt": SonyCard.pageSize,
-                                                                      "view": "flat", "sort": "ascending"]],
-                                                 version: "1.3", timeout: .seconds(15))
+                    let page = try await av.callWhenReady("getContentList", [["uri": uri, "stIdx": index, "cnt": SonyCard.pageSize,
+                                                                               "view": "flat", "sort": "ascending"]],
+                                                          version: "1.3", timeout: .seconds(15), notReady: busyNote)
                     let items = (page.first as? [Any]) ?? []
                     guard !items.isEmpty else { break }
                     entries += SonyCard.entries(items)

@@ -22,6 +22,16 @@ public final class SonyDriver: CameraDriver, Sendable {
     /// Contents Transfer lent to card work, and the card as last listed (`SonyCard.swift`).
     let cardMode = CardModeLease()
     let cardCache = CardListing<SonyCardEntry>()
+    /// Calls the body answered "Not Available Now" / "Camera Not Ready" (waited for, then retried).
+    let busy = BusyNotes()
+    var busyNote: @Sendable (String) -> Void { { [busy] method in busy.note(method) } }
+
+    /// While card work holds Contents Transfer the live view pauses; while the body switches modes
+    /// it answers "not ready" (both waited for): said in the camera's reason, events and slate.
+    public var activity: String? {
+        if let b = busy.text { return b }
+        return cardMode.inCardMode ? "the camera is showing its card (Contents Transfer); live view resumes after the card work" : nil
+    }
 
     /// `endpoint` is the JSON-RPC camera service, e.g. `http://192.168.122.1:8080/sony/camera`.
     public init(endpoint: HTTPURL, group: any EventLoopGroup, cameraIndex: Int = 0, logger: Logger) {
@@ -72,7 +82,8 @@ public final class SonyDriver: CameraDriver, Sendable {
         }
         let result: [Any]
         do {
-            result = try await rpc.call("startLiveview")
+            // Right after a switch back from Contents Transfer a body answers "Not Available Now".
+            result = try await rpc.callWhenReady("startLiveview", cameraNotReady: false, notReady: busyNote)
         } catch CameraControlError.camera(let code, _) where code == 40401 {
             // Not in shooting mode yet (or the API list was missed): enter it and try again.
             _ = try? await rpc.call("startRecMode", timeout: .seconds(5))
@@ -303,25 +314,25 @@ public final class SonyDriver: CameraDriver, Sendable {
                 if offered.contains("Color Temperature") { valid.append("<kelvin>K") }
                 throw invalid(valid)
             }
-            _ = try await rpc.call("setWhiteBalance", params)
+            _ = try await rpc.callWhenReady("setWhiteBalance", params, notReady: busyNote)
         case .iso:
             let (_, list) = try await currentAndList("getAvailableIsoSpeedRate")
             let sony = SonyVocabulary.sonyISO(value)
             guard list.contains(sony) else { throw invalid(list.map { SonyVocabulary.commonISO($0).description }) }
-            _ = try await rpc.call("setIsoSpeedRate", [sony])
+            _ = try await rpc.callWhenReady("setIsoSpeedRate", [sony], notReady: busyNote)
         case .shutterSpeed:
             let (_, list) = try await currentAndList("getAvailableShutterSpeed")
             guard list.contains(text) else { throw invalid(list) }
-            _ = try await rpc.call("setShutterSpeed", [text])
+            _ = try await rpc.callWhenReady("setShutterSpeed", [text], notReady: busyNote)
         case .aperture:
             let (_, list) = try await currentAndList("getAvailableFNumber")
             guard let match = list.first(where: { $0 == text || Double($0) == Double(text) }) else { throw invalid(list) }
-            _ = try await rpc.call("setFNumber", [match])
+            _ = try await rpc.callWhenReady("setFNumber", [match], notReady: busyNote)
         case .focusMode:
             let (_, list) = try await currentAndList("getAvailableFocusMode")
             let sony = SonyVocabulary.sonyFocusMode(text)
             guard list.contains(sony) else { throw invalid(list.map(SonyVocabulary.commonFocusMode)) }
-            _ = try await rpc.call("setFocusMode", [sony])
+            _ = try await rpc.callWhenReady("setFocusMode", [sony], notReady: busyNote)
         case .exposureCompensation:
             let r = try await rpc.call("getAvailableExposureCompensation")
             let ints = r.compactMap { ($0 as? NSNumber)?.intValue }
@@ -335,7 +346,7 @@ public final class SonyDriver: CameraDriver, Sendable {
             guard let w = wanted, let hit = choices.first(where: { CommonValues.sameEV($0.ev, w) }) else {
                 throw invalid(choices.map { CommonValues.evText($0.ev) })
             }
-            _ = try await rpc.call("setExposureCompensation", [hit.index])
+            _ = try await rpc.callWhenReady("setExposureCompensation", [hit.index], notReady: busyNote)
         }
     }
 
@@ -343,6 +354,6 @@ public final class SonyDriver: CameraDriver, Sendable {
         // setTouchAFPosition takes percent (0…100) of the live view, origin top-left.
         let space = AFCoordinateSpace(width: 100, height: 100)
         let p = space.toCamera(x: x, y: y, imageWidth: imageWidth, imageHeight: imageHeight)
-        _ = try await rpc.call("setTouchAFPosition", [p.x, p.y], timeout: .seconds(10))
+        _ = try await rpc.callWhenReady("setTouchAFPosition", [p.x, p.y], timeout: .seconds(10), notReady: busyNote)
     }
 }

@@ -32,7 +32,11 @@ public final class SonyRPC: Sendable {
         }
         let body: [String: Any] = ["method": method, "params": params, "id": id, "version": version]
         let data = try JSONSerialization.data(withJSONObject: body)
-        callLog.withLock { $0.append(method) }
+        callLog.withLock { log in
+            // The newest calls only: a camera polled with getEvent every 2 s makes ~43 000 a day.
+            if log.count >= Self.callLogLimit { log.removeFirst(log.count - Self.callLogLimit / 2) }
+            log.append(method)
+        }
         let response: HTTPResponse
         do {
             response = try await client.request(
@@ -55,6 +59,40 @@ public final class SonyRPC: Sendable {
         throw CameraControlError.camera(code: 6, message: "\(method): reply has neither result nor error")
     }
 
-    /// Method names called so far (for diagnostics and tests).
+    /// Method names of the newest calls (at most `callLogLimit`; for diagnostics and tests).
     public var calls: [String] { callLog.withLock { $0 } }
+    static let callLogLimit = 512
+
+    /// What a body answers while it switches modes or is busy for a moment: 40401 "Camera Not
+    /// Ready", or 1 "Not Available Now" (sony.md: a body changing its camera function answers so for
+    /// a second or more).
+    public static func isNotReady(_ error: any Error, cameraNotReady: Bool = true) -> Bool {
+        guard case CameraControlError.camera(let code, let message) = error else { return false }
+        if code == 40401 { return cameraNotReady }
+        let m = message.lowercased()
+        return code == 1 && (m.contains("not available") || m.contains("not ready") || m.contains("busy"))
+    }
+
+    /// `call`, repeated while the body answers "Not Available Now" / "Camera Not Ready", with a
+    /// back-off from 100 ms growing to 1 s, for at most `patience`; then 503 saying the camera is
+    /// still busy. Other answers and errors come back at once. `cameraNotReady: false` leaves
+    /// 40401 to the caller (startLiveview's 40401 means "not in shooting mode": startRecMode first).
+    public func callWhenReady(_ method: String, _ params: [Any] = [], version: String = "1.0",
+                              timeout: TimeAmount = .seconds(5), patience: Duration = .seconds(8),
+                              cameraNotReady: Bool = true, notReady: (@Sendable (String) -> Void)? = nil) async throws -> [Any] {
+        let giveUp = ContinuousClock.now + patience
+        var pause: Duration = .milliseconds(100)
+        while true {
+            do {
+                return try await call(method, params, version: version, timeout: timeout)
+            } catch where Self.isNotReady(error, cameraNotReady: cameraNotReady) {
+                guard ContinuousClock.now + pause < giveUp else {
+                    throw CameraControlError.unavailable("the camera is still busy (switching modes): \(method) answered \(error) for \(patience)")
+                }
+                notReady?(method)
+                try await Task.sleep(for: pause)
+                pause = min(pause * 1.5, .seconds(1))
+            }
+        }
+    }
 }

@@ -52,7 +52,8 @@ final class SonyStills: Sendable {
         var halfPressed = false
         if autofocus {
             do {
-                _ = try await rpc.call("actHalfPressShutter", timeout: .seconds(10))
+                // "Not Available Now" (a body still switching modes) is waited out.
+                _ = try await rpc.callWhenReady("actHalfPressShutter", timeout: .seconds(10), cameraNotReady: false)
                 halfPressed = true
             } catch CameraControlError.camera(let code, _) where code == 12 || code == 40401 {
                 halfPressed = false
@@ -63,7 +64,8 @@ final class SonyStills: Sendable {
         }
         var result: [Any]
         do {
-            result = try await rpc.call("actTakePicture", timeout: .seconds(60))
+            // A body not ready yet (switching modes, still saving) answers 1 / 40401: waited out.
+            result = try await rpc.callWhenReady("actTakePicture", timeout: .seconds(60))
         } catch CameraControlError.camera(let code, _) where code == 40403 {
             // A long exposure: ask again until the camera has the picture.
             var tries = 0
@@ -128,7 +130,7 @@ extension SonyDriver: StillCapturing {
             await cardMode.serial.withLock {
                 if cardMode.inCardMode {
                     await leaveContentsTransfer()
-                    _ = try? await rpc.call("startRecMode", timeout: .seconds(5))
+                    _ = try? await rpc.callWhenReady("startRecMode", timeout: .seconds(5), notReady: busyNote)
                 }
             }
         }

@@ -28,6 +28,6 @@ public struct SonyRemoteVendor: CameraVendor {
 
     public func makeEmulator(_ r: EmulatorRequest) throws -> (any CameraEmulator)? {
         SonyEmulator(host: r.host, port: r.port, fps: r.fps, source: try TestPatternSource(width: r.width, height: r.height),
-                     group: r.group)
+                     group: r.group, mood: r.mood)
     }
 }
