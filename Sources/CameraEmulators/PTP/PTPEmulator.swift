@@ -37,7 +37,8 @@ public final class PTPEmulator: CameraEmulator, Sendable {
     public init(kind: PTPEmulatorKind, host: String = "127.0.0.1", port: Int = 0, eventPort: Int = 0,
                 liveViewPort: Int = 0, fps: Double = 30, source: any EmulatorFrameSource, group: any EventLoopGroup,
                 nikonUseEx: Bool = true, nikonExHeaderSize: Int = 1024, fujiBody: FujiEmulatedBody = .xh1,
-                sonyTransferNeedsSDIOSession: Bool = false, logger: Logger = Logger(label: "livegate.emulator.ptp")) {
+                sonyTransferNeedsSDIOSession: Bool = false, mood: EmulatorMood = .prompt,
+                logger: Logger = Logger(label: "livegate.emulator.ptp")) {
         self.kind = kind
         self.host = host
         self.requestedPort = port
@@ -49,7 +50,7 @@ public final class PTPEmulator: CameraEmulator, Sendable {
         self.logger = logger
         self.model = PTPEmulatorModel(kind: kind, source: source, fps: fps, nikonUseEx: nikonUseEx,
                                       nikonExHeaderSize: nikonExHeaderSize, fujiBody: fujiBody,
-                                      sonyTransferNeedsSDIOSession: sonyTransferNeedsSDIOSession)
+                                      sonyTransferNeedsSDIOSession: sonyTransferNeedsSDIOSession, mood: mood)
     }
 
     public var vendor: String { kind.rawValue }

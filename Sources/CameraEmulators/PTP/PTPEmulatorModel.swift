@@ -36,6 +36,11 @@ struct PTPReply {
 /// The emulated camera's state and operation dispatch, shared by the PTP/IP and Fuji servers.
 final class PTPEmulatorModel: Sendable {
     struct State {
+        /// A moody body: DeviceBusy for control and card operations until then (after a capture or
+        /// a session's start), property sets so far, when the session opened.
+        var moodyBusyUntil: UInt64 = 0
+        var moodySets = 0
+        var sessionOpenedAt: UInt64 = 0
         var sessionOpen = false
         var props: [UInt16: PTPEmulatedProperty] = [:]
         var lvOn = false
@@ -101,8 +106,12 @@ final class PTPEmulatorModel: Sendable {
     static let nikonWhole = (w: 6048, h: 3400)
     static let canonSensor = (w: 6000, h: 4000)
 
+    /// Prompt, or moody like a real body (`EmulatorMood`).
+    let mood: EmulatorMood
+
     init(kind: PTPEmulatorKind, source: any EmulatorFrameSource, fps: Double, nikonUseEx: Bool, nikonExHeaderSize: Int,
-         fujiBody: FujiEmulatedBody = .xh1, sonyTransferNeedsSDIOSession: Bool = false) {
+         fujiBody: FujiEmulatedBody = .xh1, sonyTransferNeedsSDIOSession: Bool = false, mood: EmulatorMood = .prompt) {
+        self.mood = mood
         self.kind = kind
         self.sonyTransferNeedsSDIOSession = sonyTransferNeedsSDIOSession
         self.fujiBody = fujiBody
@@ -298,6 +307,8 @@ final class PTPEmulatorModel: Sendable {
                 if s.sessionOpen { return PTPReply(code: PTPResponse.sessionAlreadyOpened) }
                 s.sessionOpen = true
                 s.sonySessionMode = 0
+                s.sessionOpenedAt = MonotonicClock.nanos()
+                s.moodyBusyUntil = s.sessionOpenedAt + mood.modeSwitch.nanoseconds
                 return PTPReply(code: PTPResponse.ok)
             }
         case PTPOperation.sonySDIOOpenSession where kind == .sony:
@@ -307,6 +318,8 @@ final class PTPEmulatorModel: Sendable {
                 guard params.count >= 2, params[1] <= 2 else { return PTPReply(code: PTPResponse.invalidParameter) }
                 s.sessionOpen = true
                 s.sonySessionMode = params[1]
+                s.sessionOpenedAt = MonotonicClock.nanos()
+                s.moodyBusyUntil = s.sessionOpenedAt + mood.modeSwitch.nanoseconds
                 return PTPReply(code: PTPResponse.ok)
             }
         case 0x1001:
@@ -318,6 +331,42 @@ final class PTPEmulatorModel: Sendable {
             connectionLost()
             return PTPReply(code: PTPResponse.ok)
         }
+        if mood.isMoody, let busy = moodyAnswer(code, p0) { return busy }
+        let reply = dispatch(code, params, data, p0)
+        if mood.isMoody, reply.code == PTPResponse.ok, Self.captureTriggers.contains(code) {
+            // Busy saving and switching back for a while after the shutter.
+            state.withLock { $0.moodyBusyUntil = MonotonicClock.nanos() + mood.modeSwitch.nanoseconds }
+        }
+        return reply
+    }
+
+    /// Operations that fire the shutter (Nikon, Canon, Fujifilm).
+    static let captureTriggers: Set<UInt16> = [PTPOperation.initiateCapture, 0x90C0, 0x90CB, 0x9207, 0x9128, 0x910F]
+    /// Control and card operations a moody body answers DeviceBusy while busy.
+    static let moodyBusyOps: Set<UInt16> = [PTPOperation.getStorageIDs, PTPOperation.getObjectHandles, 0x100A,
+                                            PTPOperation.setDevicePropValue, PTPOperation.canonSetDevicePropValueEx]
+    /// Live-view image requests (a moody body has no frame for a while after the session opens).
+    static let liveViewOps: Set<UInt16> = [PTPOperation.nikonGetLiveViewImg, PTPOperation.nikonGetLiveViewImageEx,
+                                           PTPOperation.canonGetViewFinderData]
+
+    /// What a moody body answers instead (ptp.md §8.2: DeviceBusy after a capture or a mode change):
+    /// nil to answer normally.
+    private func moodyAnswer(_ code: UInt16, _ p0: UInt32) -> PTPReply? {
+        state.withLock { s -> PTPReply? in
+            let now = MonotonicClock.nanos()
+            let isSet = code == PTPOperation.setDevicePropValue || code == PTPOperation.canonSetDevicePropValueEx
+            if Self.moodyBusyOps.contains(code) && now < s.moodyBusyUntil { return PTPReply(code: PTPResponse.deviceBusy) }
+            if isSet && mood.busyEveryNthSet > 0 {
+                s.moodySets += 1
+                if s.moodySets % mood.busyEveryNthSet == 0 { return PTPReply(code: PTPResponse.deviceBusy) }
+            }
+            let liveView = Self.liveViewOps.contains(code) || (kind == .sony && code == PTPOperation.getObject && p0 == 0xFFFF_C002)
+            if liveView && now < s.sessionOpenedAt + mood.firstFrameDelay.nanoseconds { return PTPReply(code: PTPResponse.deviceBusy) }
+            return nil
+        }
+    }
+
+    private func dispatch(_ code: UInt16, _ params: [UInt32], _ data: [UInt8], _ p0: UInt32) -> PTPReply {
         if kind == .canon, let r = canonPCOperation(code, params) { return r }
         if kind != .sony, let r = cardOperation(code, params) { return r }
         switch kind {

@@ -74,10 +74,12 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
         transport.close()
     }
 
-    func setEx(_ code: UInt16, _ value: UInt32) async throws -> PTPResult {
+    /// SetDevicePropValueEx, asked again while the body answers DeviceBusy (at most `patience`: a
+    /// body busy after connecting or a shot; one in movie mode stays busy for the EVF settings).
+    func setEx(_ code: UInt16, _ value: UInt32, patience: Duration = .seconds(3)) async throws -> PTPResult {
         var data: [UInt8] = []
         data.ptpPutLE32(12); data.ptpPutLE32(UInt32(code)); data.ptpPutLE32(value)
-        return try await call(PTPOperation.canonSetDevicePropValueEx, data: data)
+        return try await callWhenReady(PTPOperation.canonSetDevicePropValueEx, data: data, patience: patience)
     }
 
     func startLiveView() async throws {
@@ -185,7 +187,7 @@ final class CanonPTPSession: PTPVendorBase, PTPVendorSession {
             throw CameraControlError.notSupported("\(name.rawValue): the camera never reported 0x\(String(m.code, radix: 16, uppercase: true))")
         }
         let v = try PTPVocabulary.resolve(m, value, offered: allowed ?? [])
-        let r = try await setEx(m.code, UInt32(truncatingIfNeeded: v))
+        let r = try await setEx(m.code, UInt32(truncatingIfNeeded: v), patience: .seconds(8))
         guard r.ok else { throw Self.cameraError(r.code, op: PTPOperation.canonSetDevicePropValueEx) }
     }
 

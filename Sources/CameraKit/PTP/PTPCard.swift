@@ -62,7 +62,7 @@ extension PTPDriver: CardBrowsing {
         let ticket = cardListing.ticket
         var infos: [UInt32: PTPObjectInfo] = [:]
         for h in try await base.objectHandles() {
-            infos[h] = try PTPObjectInfo(try await base.callOK(PTPOperation.getObjectInfo, [h]).data)
+            infos[h] = try PTPObjectInfo(try await base.callOKWhenReady(PTPOperation.getObjectInfo, [h]).data)
         }
         var files: [CameraFile] = []
         var handles: [String: UInt32] = [:]
@@ -129,7 +129,7 @@ extension PTPDriver: CardBrowsing {
                     try await body(ByteBuffer(bytes: $0))
                 }
             } else {
-                try await body(ByteBuffer(bytes: try await base.callOK(PTPOperation.getObject, [handle]).data))
+                try await body(ByteBuffer(bytes: try await base.callOKWhenReady(PTPOperation.getObject, [handle]).data))
             }
         }
     }
@@ -178,7 +178,7 @@ extension PTPVendorBase {
     /// GetObjectHandles of every storage, format and level (the card listing, and the lists a
     /// capture compares).
     func objectHandles() async throws -> [UInt32] {
-        var r = PTPReader(try await callOK(PTPOperation.getObjectHandles, [0xFFFF_FFFF, 0, 0]).data)
+        var r = PTPReader(try await callOKWhenReady(PTPOperation.getObjectHandles, [0xFFFF_FFFF, 0, 0]).data)
         let n = Int(try r.u32())
         guard n <= r.remaining / 4 else { throw PTPTransportError.protocolError("object handle list too long") }
         return try (0..<n).map { _ in try r.u32() }

@@ -41,6 +41,8 @@ struct PTPLink: Sendable {
     let logger: Logger
     /// Where frames the parser gives up on are counted.
     let stats: DriverStats
+    /// Where DeviceBusy answers that were waited out are noted (the camera's reason says so).
+    var busy: BusyNotes? = nil
 }
 
 /// Shared plumbing of the vendor sessions: transactions with camera errors mapped.
@@ -62,6 +64,31 @@ extension PTPVendorBase {
     @discardableResult
     func callOK(_ code: UInt16, _ params: [UInt32] = [], data: [UInt8]? = nil) async throws -> PTPResult {
         let r = try await call(code, params, data: data)
+        guard r.ok else { throw Self.cameraError(r.code, op: code) }
+        return r
+    }
+
+    /// A transaction asked again while the body answers DeviceBusy (0x2019: busy after a capture or
+    /// a mode change, ptp.md §8.2), with a back-off from 50 ms growing to 500 ms for at most
+    /// `patience`; the last answer otherwise. Only for control and card operations: the live-view
+    /// loop paces its own busy answers.
+    func callWhenReady(_ code: UInt16, _ params: [UInt32] = [], data: [UInt8]? = nil,
+                       patience: Duration = .seconds(8)) async throws -> PTPResult {
+        let giveUp = ContinuousClock.now + patience
+        var pause: Duration = .milliseconds(50)
+        while true {
+            let r = try await call(code, params, data: data)
+            guard r.code == PTPResponse.deviceBusy, ContinuousClock.now + pause < giveUp else { return r }
+            link.busy?.note("0x" + String(code, radix: 16, uppercase: true))
+            try await Task.sleep(for: pause)
+            pause = min(pause * 2, .milliseconds(500))
+        }
+    }
+
+    /// `callWhenReady` that must end OK (else `CameraControlError.camera`, DeviceBusy → 503).
+    @discardableResult
+    func callOKWhenReady(_ code: UInt16, _ params: [UInt32] = [], data: [UInt8]? = nil) async throws -> PTPResult {
+        let r = try await callWhenReady(code, params, data: data)
         guard r.ok else { throw Self.cameraError(r.code, op: code) }
         return r
     }
@@ -137,6 +164,9 @@ public final class PTPDriver: CameraDriver, Sendable {
     private let vendorBox: Mutex<PTPVendor?>
     private let deviceInfoBox = Mutex<PTPDeviceInfo?>(nil)
     private let busyCount = Mutex(0)
+    /// Control and card operations answered DeviceBusy and waited out (said in `activity`).
+    let busy = BusyNotes()
+    public var activity: String? { busy.text }
     private let eventsBox = Mutex<[PTPEventRecord]>([])
     private let sequence = Atomic<UInt64>(0)
     /// Events that change what the card lists: ObjectAdded, ObjectRemoved, StoreAdded,
@@ -272,7 +302,7 @@ public final class PTPDriver: CameraDriver, Sendable {
             if endpoint.captureTarget != nil && vendor != .canon {
                 logger.warning("ptp \(endpoint): 'target' is for Canon EOS; this camera is \(vendor.rawValue), the option is ignored")
             }
-            let link = PTPLink(transport: transport, info: info, timeout: requestTimeout, logger: logger, stats: stats)
+            let link = PTPLink(transport: transport, info: info, timeout: requestTimeout, logger: logger, stats: stats, busy: busy)
             switch vendor {
             case .nikon: return NikonPTPSession(link: link, pending: nikonPending)
             case .sony: return SonyPTPSession(link: link, openedForTransfer: openedForTransfer)

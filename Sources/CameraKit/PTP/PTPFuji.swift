@@ -49,10 +49,11 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
     func startLiveView() async throws {
         var state: [UInt8] = []
         state.ptpPutLE16(5)
-        try await callOK(PTPOperation.setDevicePropValue, [UInt32(Self.clientState)], data: state)
+        // A body busy right after connecting answers DeviceBusy: waited out.
+        try await callOKWhenReady(PTPOperation.setDevicePropValue, [UInt32(Self.clientState)], data: state)
         let v = try await call(PTPOperation.getDevicePropValue, [UInt32(Self.appVersion)])
         if v.ok, v.data.count >= 4 {
-            _ = try await call(PTPOperation.setDevicePropValue, [UInt32(Self.appVersion)], data: Array(v.data.prefix(4)))
+            _ = try await callWhenReady(PTPOperation.setDevicePropValue, [UInt32(Self.appVersion)], data: Array(v.data.prefix(4)))
         }
         let r = try await callOK(PTPOperation.initiateOpenCapture, [0, 0])
         captureTID.withLock { $0 = r.transactionID }
@@ -171,7 +172,7 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         }
         let v = try PTPVocabulary.resolve(m, value, offered: d.offered)
         guard d.writable else { throw CameraControlError.notSupported("\(name.rawValue) is read-only now") }
-        let r = try await call(PTPOperation.setDevicePropValue, [UInt32(m.code)], data: PTPDataType.encode(v, type: d.dataType))
+        let r = try await callWhenReady(PTPOperation.setDevicePropValue, [UInt32(m.code)], data: PTPDataType.encode(v, type: d.dataType))
         if r.ok { return }
         // Wi-Fi bodies change the exposure values only by steps: they refuse the write itself.
         let refusal = r.code == PTPResponse.accessDenied || r.code == PTPResponse.operationNotSupported
@@ -200,9 +201,9 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         default: break
         }
         if d.current != mode {
-            try await callOK(PTPOperation.setDevicePropValue, [0x5005], data: PTPDataType.encode(mode, type: d.dataType))
+            try await callOKWhenReady(PTPOperation.setDevicePropValue, [0x5005], data: PTPDataType.encode(mode, type: d.dataType))
         }
-        try await callOK(PTPOperation.setDevicePropValue, [UInt32(PTPVocabulary.fujiKelvin)],
+        try await callOKWhenReady(PTPOperation.setDevicePropValue, [UInt32(PTPVocabulary.fujiKelvin)],
                          data: PTPDataType.encode(t, type: k.dataType))
     }
 
@@ -255,7 +256,7 @@ final class FujiPTPSession: PTPVendorBase, PTPVendorSession {
         let point = FujiFocusPoint(pixelX: x, pixelY: y, imageWidth: imageWidth, imageHeight: imageHeight, maximum: maximum,
                                    upperBits: UInt32(truncatingIfNeeded: d.current ?? 0))
         touchCount.withLock { $0 += 1 }
-        try await callOK(PTPOperation.setDevicePropValue, [UInt32(FujiFocusPoint.property)],
+        try await callOKWhenReady(PTPOperation.setDevicePropValue, [UInt32(FujiFocusPoint.property)],
                          data: PTPDataType.encode(Int64(point.value), type: d.dataType))
         parser.withLock { $0.focusPoint = point }
     }

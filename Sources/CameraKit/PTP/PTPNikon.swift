@@ -112,7 +112,7 @@ final class NikonPTPSession: PTPVendorBase, PTPVendorSession {
         let d = try await desc(m)
         let v = try PTPVocabulary.resolve(m, value, offered: d.offered)
         guard d.writable else { throw CameraControlError.notSupported("\(name.rawValue) is read-only now") }
-        try await callOK(PTPOperation.setDevicePropValue, [UInt32(m.code)], data: PTPDataType.encode(v, type: d.dataType))
+        try await callOKWhenReady(PTPOperation.setDevicePropValue, [UInt32(m.code)], data: PTPDataType.encode(v, type: d.dataType))
     }
 
     /// ChangeAfArea 0x9205 (p1 x, p2 y) in the whole-size AF space of the live-view header.

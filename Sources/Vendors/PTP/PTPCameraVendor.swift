@@ -91,7 +91,7 @@ public struct PTPCameraVendor: CameraVendor {
     public func makeEmulator(_ r: EmulatorRequest) throws -> (any CameraEmulator)? {
         guard let kind = emulatorKind else { return nil }
         return PTPEmulator(kind: kind, host: r.host, port: r.port, fps: r.fps,
-                           source: try TestPatternSource(width: r.width, height: r.height), group: r.group)
+                           source: try TestPatternSource(width: r.width, height: r.height), group: r.group, mood: r.mood)
     }
 
     /// `ptpip://` without `vendor=`: the dialect DeviceInfo named (the PTP driver's `vendor`, which
