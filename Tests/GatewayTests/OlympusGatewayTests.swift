@@ -28,9 +28,10 @@ import Testing
         }
     }
 
-    func emulator(history: Int = 100_000) async throws -> OlympusEmulator {
+    func emulator(history: Int = 100_000, mood: EmulatorMood = .prompt) async throws -> OlympusEmulator {
         var config = OlympusEmulator.Configuration()
         config.sentFrameHistory = history
+        config.mood = mood
         let emu = try OlympusEmulator(configuration: config, group: MultiThreadedEventLoopGroup.singleton)
         try await emu.start()
         return emu
@@ -163,14 +164,29 @@ import Testing
         await emu.stop()
     }
 
-    @Test func captureDownloadsTheNewFileABodyShotArrivesAndARefusalIsTheCamerasReason() async throws {
-        let emu = try await emulator(history: 0)
+    /// Against a prompt body and a moody one (503 busy for 2 s after each mode switch, every third
+    /// property set refused once): the busy answers are waited out, never passed on.
+    @Test(arguments: [EmulatorMood.prompt, .moody])
+    func captureDownloadsTheNewFileABodyShotArrivesAndARefusalIsTheCamerasReason(mood: EmulatorMood) async throws {
+        let emu = try await emulator(history: 0, mood: mood)
         emu.shootOnBody()  // a picture already on the card is not part of the next shot
         let dir = try temporaryDirectory("livegate-olympus-capture")
         defer { try? FileManager.default.removeItem(at: dir) }
         let gateway = try await startGateway(camera: emu.cameraURL, label: "olympus-capture") { $0.capturesDirectory = dir.path }
         let cam = try #require(gateway.cameras.first)
         #expect(await waitUntil(timeout: 15) { cam.driver.state == .streaming })
+        // Property sets, three in a row (a moody body refuses the third once).
+        let props = try await cam.driver.properties()
+        if let p = props.first(where: { $0.writable && $0.choices.count >= 2 }) {
+            for v in [p.choices[0], p.choices[1], p.choices[0]] {
+                try await cam.driver.setProperty(p.name, to: v)
+            }
+        }
+        // The card (play mode: the body switches, and is busy a while after).
+        let listed = try await (cam.driver as? any CardBrowsing)?.listFiles() ?? []
+        #expect(listed.count == 1, "\(mood): \(listed.map(\.path))")
+        #expect(await waitUntil(timeout: 20) { cam.driver.state == .streaming }, "\(mood): live view did not come back after the card")
+        if mood.isMoody { #expect(emu.requests.contains { $0.status == 503 }, "the moody body never answered busy") }
         let files: [SavedCapture]
         do { files = try await gateway.capture(camera: cam, autofocus: false) } catch {
             Issue.record("\(error); requests: \(emu.requests.suffix(12).map { "\($0.method) \($0.path) \($0.query) \($0.status)" })")

@@ -40,6 +40,9 @@ public final class OlympusEmulator: CameraEmulator, Sendable {
         public var focusSystem: UInt16 = 0
         /// Faces sent in TLVs 108… (live-view pixels).
         public var faces: [OlympusRTP.Face] = []
+        /// Prompt, or moody like a real body (503 busy while a mode switch settles, a busy set now
+        /// and then).
+        public var mood: EmulatorMood = .prompt
         public init() {}
     }
 
@@ -106,8 +109,10 @@ public final class OlympusEmulator: CameraEmulator, Sendable {
         self.height = size.1
         self.group = group
         self.logger = logger
-        state = Mutex(OlympusEmulatorState(model: configuration.model, connectMode: configuration.connectMode,
-                                           width: size.0, height: size.1))
+        var state = OlympusEmulatorState(model: configuration.model, connectMode: configuration.connectMode,
+                                         width: size.0, height: size.1)
+        state.mood = configuration.mood
+        self.state = Mutex(state)
     }
 
     /// Convenience: the test pattern at VGA (the OI.Share default live-view size).

@@ -104,6 +104,11 @@ struct OlympusEmulatorState: Sendable {
     let height: Int
 
     var mode = "play"
+    /// A moody body answers 503 (busy, olympus.md §3) until then after a mode switch, and refuses
+    /// every n-th property set once.
+    var mood: EmulatorMood = .prompt
+    var busyUntil: UInt64 = 0
+    var sets = 0
     var lvqty = "0640x0480"
     var liveView = false
     var values: [String: String] = [
@@ -192,12 +197,34 @@ struct OlympusEmulatorState: Sendable {
             reply = Reply(status: 403, contentType: "text/plain", body: "")
         } else if method != "GET" && method != "POST" {
             reply = Reply(status: 501, contentType: "text/plain", body: "")
+        } else if let busy = moodyAnswer(path) {
+            reply = busy
         } else {
             reply = dispatch(method: method, path: path, query: query, contentLength: contentLength, body: body, clientIP: clientIP)
         }
         requests.append(OlympusEmulatorRequest(method: method, path: path, query: query, body: body, status: reply.status))
         return reply
     }
+
+    /// A moody body: 503 for what needs the mode while a switch settles, and a property set now
+    /// and then; nil to answer normally. A switch itself starts the busy time.
+    private mutating func moodyAnswer(_ path: String) -> Reply? {
+        guard mood.isMoody else { return nil }
+        let now = MonotonicClock.nanos()
+        if path == "/switch_cammode.cgi" {
+            if now < busyUntil { return Self.busy }
+            busyUntil = now + mood.modeSwitch.nanoseconds
+            return nil
+        }
+        let always = ["/get_connectmode.cgi", "/get_commandlist.cgi", "/get_caminfo.cgi", "/get_state.cgi"]
+        if now < busyUntil && !always.contains(path) { return Self.busy }
+        if path == "/set_camprop.cgi", mood.busyEveryNthSet > 0 {
+            sets += 1
+            if sets % mood.busyEveryNthSet == 0 { return Self.busy }
+        }
+        return nil
+    }
+    private static let busy = Reply(status: 503, contentType: "text/plain", body: "")
 
     private static func xml(_ inner: String) -> Reply {
         Reply(status: 200, contentType: "text/xml", body: "<?xml version=\"1.0\"?>" + inner)

@@ -28,6 +28,8 @@ public struct OlympusCGI: Sendable {
     public let endpoint: OlympusEndpoint
     let http: CameraHTTP
     public let timeout: TimeAmount
+    /// Requests the camera answered 503 (busy) and that were asked again.
+    public let busy = BusyNotes()
 
     public init(endpoint: OlympusEndpoint, timeout: TimeAmount = .seconds(5)) {
         self.endpoint = endpoint
@@ -92,8 +94,25 @@ public struct OlympusCGI: Sendable {
     }
 
     /// One request; a status other than 200/202 is the camera's error (its `errormsg` when it sent one).
+    /// 503 (busy: a mode switch settling, olympus.md §3) is asked again with a back-off from 100 ms
+    /// growing to 1 s, for at most 8 s, noted in `busy` meanwhile.
     private func exchange(_ method: String, _ cgi: String, _ options: [(String, String)], body: [UInt8]?,
                           timeout: TimeAmount?, maxBytes: Int? = nil) async throws -> HTTPResponse {
+        let giveUp = ContinuousClock.now + .seconds(8)
+        var pause: Duration = .milliseconds(100)
+        while true {
+            do {
+                return try await exchangeOnce(method, cgi, options, body: body, timeout: timeout, maxBytes: maxBytes)
+            } catch CameraControlError.camera(let code, _) where code == 503 && ContinuousClock.now + pause < giveUp {
+                busy.note(cgi)
+                try await Task.sleep(for: pause)
+                pause = min(pause * 1.5, .seconds(1))
+            }
+        }
+    }
+
+    private func exchangeOnce(_ method: String, _ cgi: String, _ options: [(String, String)], body: [UInt8]?,
+                              timeout: TimeAmount?, maxBytes: Int? = nil) async throws -> HTTPResponse {
         let url = HTTPURL(host: endpoint.host, port: endpoint.port, target: Self.target(cgi, options))
         var headers = [("User-Agent", Self.userAgent)]
         if body != nil { headers.append(("Content-Type", "text/plain;charset=utf-8")) }

@@ -19,6 +19,8 @@ public final class OlympusDriver: CameraDriver, StorageReporting, Sendable {
     public let stats = DriverStats()
     public let endpoint: OlympusEndpoint
     public let cgi: OlympusCGI
+    /// A body busy after a mode switch (503, asked again) says so in the camera's reason.
+    public var activity: String? { cgi.busy.text }
     let cardWatch = OlympusCardWatch()
     public let options: Options
 

@@ -28,6 +28,7 @@ public struct OlympusVendor: CameraVendor {
     public func makeEmulator(_ r: EmulatorRequest) throws -> (any CameraEmulator)? {
         var config = OlympusEmulator.Configuration()
         config.fps = r.fps
+        config.mood = r.mood
         // Bodies send a 4:3 lvqty size (VGA unless asked otherwise), whatever the requested size.
         return OlympusEmulator(host: r.host, port: r.port, configuration: config,
                                source: try TestPatternSource(width: 640, height: 480), group: r.group)
