@@ -3,7 +3,7 @@ SWIFT ?= swift
 SHARED ?= ../shared
 CONFORMANCE := $(SHARED)/conformance/check.sh
 
-.PHONY: run test deps build build-debug unit-tests tsan-tests conformance bench bench-check clean openapi fuzz soak
+.PHONY: run test deps build build-debug unit-tests tsan-tests conformance bench bench-check clean openapi fuzz soak test-webcam
 
 ## Install missing Debian packages, build in release mode, start the gateway on its default
 ## (an emulated Sony camera) and print the URLs to open.
@@ -49,6 +49,16 @@ conformance: build
 	else \
 		echo "conformance: SKIPPED — $(CONFORMANCE) not found (it lives in ../shared beside the clone)"; \
 	fi
+
+## The virtual webcam against a real v4l2loopback device (not part of `make test`; ~3 min under TCG): boots
+## Debian's kernel in QEMU with the host's root shared read-only, runs the release binary (or
+## LIVEGATE=/path/to/livegate, then nothing is built) into /dev/video10 and reads it with ffmpeg,
+## GStreamer, v4l2-compliance and Chromium (scripts/webcam-guest/run.sh; results and logs in
+## .build-webcam/runs/latest/). Needs `./deploy/install-deps.sh --webcam`; prints "webcam: SKIPPED"
+## without QEMU, a guest kernel or its v4l2loopback module.
+test-webcam:
+	@if [ -z "$(LIVEGATE)" ]; then $(MAKE) --no-print-directory build; fi
+	LIVEGATE="$(or $(LIVEGATE),$(CURDIR)/.build/release/livegate)" ./scripts/webcam-guest/run.sh
 
 ## Benchmarks (not part of `make test`): see Benchmarks/README.md. Builds the Benchmarks package
 ## (scratch path Benchmarks/.build), runs the ordo-one suites (allocations per frame on the hot path,

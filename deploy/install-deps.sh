@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages livegate needs to build, run and test. Idempotent and quiet:
 # it does nothing when everything is present. Uses sudo only when not root.
+#
+# --webcam (or LIVEGATE_WEBCAM_DEPS=1) adds what `make test-webcam` needs: QEMU, Debian's kernel with
+# its headers and v4l2loopback built for it by DKMS, the V4L2 tools and a static busybox
+# (scripts/webcam-guest/). Off by default: it pulls a kernel.
 set -euo pipefail
+
+webcam=${LIVEGATE_WEBCAM_DEPS:-0}
+for arg in "$@"; do
+    case "$arg" in
+        --webcam) webcam=1 ;;
+        *) echo "install-deps: unknown argument $arg (known: --webcam)" >&2; exit 2 ;;
+    esac
+done
 
 packages=(
     pkg-config
@@ -33,6 +45,21 @@ packages=(
     python3
     python3-pip
 )
+
+if [ "$webcam" = 1 ]; then
+    # linux-image-amd64 and linux-headers-amd64 together, so that DKMS finds the headers of the kernel
+    # it builds v4l2loopback for.
+    packages+=(
+        qemu-system-x86
+        linux-image-amd64
+        linux-headers-amd64
+        v4l2loopback-dkms
+        v4l2loopback-utils
+        v4l-utils
+        busybox-static
+        cpio
+    )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,4 +1,4 @@
-import Synchronization
+import LiveViewCore
 
 /// The gateway is closing (SIGTERM/SIGINT, or `stop()`): every long-lived answer (the event
 /// stream, MJPEG, a card download) ends now, cleanly, instead of holding the HTTP server's graceful

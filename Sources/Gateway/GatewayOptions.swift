@@ -19,6 +19,10 @@ public struct GatewayOptions: Sendable {
     public var v4l2Device: String?
     /// Replaces the webcam's `v4l2sink` (GStreamer launch syntax), for machines without the module.
     public var v4l2Sink: String?
+    /// The virtual webcams' (v4l2 and PipeWire) fixed picture: size and raw format.
+    public var webcamWidth = 1280
+    public var webcamHeight = 720
+    public var webcamFormat = "YUY2"
     /// The access token (HTTP Bearer / ?token=, RTSP user `livegate` with it as password); nil: none,
     /// which is only allowed while `listen` is a loopback address.
     public var token: String?

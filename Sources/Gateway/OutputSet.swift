@@ -89,9 +89,14 @@ final class OutputSet: Sendable {
             }
             var config = VirtualWebcamOutput.Configuration(device: device)
             config.sink = options.v4l2Sink
+            config.width = options.webcamWidth
+            config.height = options.webcamHeight
+            config.format = options.webcamFormat
             let cam = try VirtualWebcamOutput(runtime: runtime, configuration: config, logger: logger)
             do {
                 try cam.start()
+            } catch let e as VirtualWebcamOutput.Refused {
+                throw MediaError("\(e)")
             } catch {
                 throw MediaError("""
                     cannot open the virtual webcam \(device) (\(error)). Load v4l2loopback first: \
@@ -105,7 +110,11 @@ final class OutputSet: Sendable {
                 for w in webcams { w.stop() }
                 throw MediaError("the PipeWire camera needs GStreamer's pipewiresink: apt-get install gstreamer1.0-pipewire (deploy/install-deps.sh)")
             }
-            let cam = try VirtualWebcamOutput(runtime: runtime, configuration: .pipewire(node: node), logger: logger)
+            var config = try VirtualWebcamOutput.Configuration.pipewire(node: node)
+            config.width = options.webcamWidth
+            config.height = options.webcamHeight
+            config.format = options.webcamFormat
+            let cam = try VirtualWebcamOutput(runtime: runtime, configuration: config, logger: logger)
             do {
                 try cam.start()
             } catch {

@@ -10,6 +10,13 @@ enum GStreamerTime {
     /// PLAYING with a base time. While a pipeline goes to PLAYING it has its clock before its base
     /// time, and "clock time − 0" is the machine's uptime: a timestamp a synchronised sink would wait
     /// for (a session without media for as long as the machine has been up).
+    /// The element is PLAYING now (without waiting for a change in progress).
+    static func isPlaying(_ element: UnsafeMutablePointer<GstElement>) -> Bool {
+        var state = GST_STATE_VOID_PENDING
+        _ = gst_element_get_state(element, &state, nil, 0)
+        return state == GST_STATE_PLAYING
+    }
+
     static func runningTime(of element: UnsafeMutablePointer<GstElement>) -> UInt64? {
         var state = GST_STATE_VOID_PENDING
         // Timeout 0: the current state, without waiting for a change in progress.

@@ -14,7 +14,7 @@ public enum PipelineTemplates {
     /// `pipelines/hls.pipeline`.
     public static let hls = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=60 caps=video/x-h264,stream-format=byte-stream,alignment=au ! hlssink2 name=sink send-keyframe-requests=false location="{segmentPattern}" playlist-location="{playlist}" target-duration={targetDuration} playlist-length={playlistLength} max-files={maxFiles}"# + "\n"
     /// `pipelines/v4l2.pipeline`.
-    public static let v4l2 = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=2 leaky-type=downstream ! videoscale add-borders=true ! videoconvert ! video/x-raw,format={format},width={width},height={height},pixel-aspect-ratio=1/1,framerate={fps}/1,colorimetry=bt601 ! {sink}"# + "\n"
+    public static let v4l2 = #"appsrc name=src is-live=true format=time do-timestamp=false max-buffers=2 leaky-type=downstream ! videoscale add-borders=true ! videoconvert ! video/x-raw,format={format},width={width},height={height},pixel-aspect-ratio=1/1,framerate={fps}/1{colorimetry} ! {sink}"# + "\n"
     /// `pipelines/v4l2-sink.pipeline`.
     public static let v4l2Sink = #"v4l2sink device="{device}" sync=false"# + "\n"
     /// `pipelines/pipewire-sink.pipeline`.

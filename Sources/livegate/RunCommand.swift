@@ -48,6 +48,10 @@ struct Run: AsyncParsableCommand {
     var v4l2Sink: String?
     @Option(name: .long, help: ArgumentHelp("Publish the first camera as a PipeWire camera node called NAME (root-free virtual webcam for browsers and OBS).", valueName: "NAME"))
     var pipewire: String?
+    @Option(name: .long, help: ArgumentHelp("The virtual webcams' fixed picture size (--v4l2, --pipewire; default 1280x720); the camera's picture is scaled and letterboxed into it.", valueName: "WIDTHxHEIGHT"))
+    var webcamSize: String?
+    @Option(name: .long, help: ArgumentHelp("The virtual webcams' raw format: YUY2 (default; what Chrome, Zoom, Teams and OBS read from v4l2loopback) or I420.", valueName: "FORMAT"))
+    var webcamFormat: String?
     @Option(name: .long, help: "Overlay on the H.264/HLS/webcam outputs: af (draw AF areas, the default) or none.")
     var overlay: String?
     @Option(name: .long, help: "Nominal output frame rate for the encoders (default 30).") var fps: Int?
@@ -166,6 +170,20 @@ struct Run: AsyncParsableCommand {
         options.segmentSeconds = c.segmentSeconds ?? options.segmentSeconds
         options.v4l2Device = c.v4l2
         options.v4l2Sink = v4l2Sink
+        if let size = webcamSize {
+            let parts = size.lowercased().split(separator: "x")
+            guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (160...4096).contains(w), (120...4096).contains(h),
+                  w % 2 == 0, h % 2 == 0 else {
+                throw CLIError("--webcam-size must be WIDTHxHEIGHT with even sides, 160x120 to 4096x4096, got '\(size)'")
+            }
+            (options.webcamWidth, options.webcamHeight) = (w, h)
+        }
+        if let format = webcamFormat {
+            guard ["YUY2", "I420"].contains(format.uppercased()) else {
+                throw CLIError("--webcam-format must be YUY2 or I420, got '\(format)'")
+            }
+            options.webcamFormat = format.uppercased()
+        }
         options.pipewireNode = c.pipewire
         options.overlay = (c.overlay ?? "af") == "af"
         options.fps = c.fps ?? options.fps

@@ -130,15 +130,21 @@ extension MediaTests {
             #expect(stats.framesIn > 10 && stats.errors == 0, "\(stats)")
         }
 
+        /// A 320×180 webcam at 30 fps into `sink`.
+        func smallWebcam(sink: String, reopen: Bool = false) throws -> VirtualWebcamOutput {
+            var config = VirtualWebcamOutput.Configuration(device: "/dev/video-not-used")
+            config.width = 320
+            config.height = 180
+            config.sink = sink
+            config.reopenAfterError = reopen
+            return try VirtualWebcamOutput(runtime: testRuntime, configuration: config)
+        }
+
         /// The ticker reads the clock, then takes the lock; a picture stored in between (on the
         /// camera's thread) is newer than that reading. Driven in that order on purpose: it must
         /// be shown, not crash the gateway (a plain `now - storedAt` traps on UInt64).
         @Test func aPictureNewerThanTheTickersClockReadingIsShown() throws {
-            var config = VirtualWebcamOutput.Configuration(device: "/dev/video-not-used")
-            config.width = 320
-            config.height = 180
-            config.sink = "fakesink"
-            let webcam = try VirtualWebcamOutput(runtime: testRuntime, configuration: config)
+            let webcam = try smallWebcam(sink: "fakesink")
             let now = MonotonicClock.nanos()
             while MonotonicClock.nanos() == now {}
             webcam.received(I420Picture(width: 320, height: 180))  // stored after `now`
@@ -149,6 +155,30 @@ extension MediaTests {
             #expect(!VirtualWebcamOutput.isFresh(pictureAt: now, now: now + 3_000_000_000, offlineAfter: 2_000_000_000))
             #expect(MonotonicClock.elapsed(from: now + 5, to: now) == 0)
             #expect(MonotonicClock.elapsed(from: now, to: now + 5) == 5)
+            webcam.stop()
+        }
+
+        /// A GStreamer error stops the sink's pipeline: where reopening is on (PipeWire) a fresh one
+        /// is opened and frames flow on; stopping afterwards is clean.
+        @Test func thePipelineIsOpenedAgainAfterAnError() async throws {
+            let webcam = try smallWebcam(sink: "identity error-after=20 ! fakesink sync=false", reopen: true)
+            try webcam.start()
+            #expect(await waitUntil(timeout: 10) { webcam.restarts >= 2 }, "restarts \(webcam.restarts)")
+            let pushed = webcam.stats(camera: "cam").framesOut
+            #expect(await waitUntil(timeout: 5) { webcam.stats(camera: "cam").framesOut > pushed + 5 }, "no frames after the restart")
+            webcam.stop()
+        }
+
+        /// A sink that fails on the first picture (as v4l2sink does on caps the device does not
+        /// offer: not-negotiated) is one clear error at start, not a silent stop.
+        @Test func aSinkThatFailsOnTheFirstPictureFailsToStartWithTheReason() throws {
+            let webcam = try smallWebcam(sink: "identity error-after=1 ! fakesink")
+            do {
+                try webcam.start()
+                Issue.record("a sink refusing YUY2 started")
+            } catch let e as VirtualWebcamOutput.Refused {
+                #expect("\(e)".contains("refused YUY2 320x180"), "\(e)")
+            }
             webcam.stop()
         }
 

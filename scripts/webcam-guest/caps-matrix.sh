@@ -32,8 +32,18 @@ SRC="videotestsrc is-live=true"
 # syncing sink drops nearly every frame as late (about one frame a second gets through).
 SINK="v4l2sink device=$DEV sync=false"
 
+REPO=${REPO:-$(cd "$(dirname "$0")/../.." && pwd)}
+# pipelines/v4l2.pipeline and v4l2-sink.pipeline as they are in the checkout, rendered like livegate
+# does (1280x720 YUY2 at 30), with a videotestsrc carrying the appsrc's caps in place of the appsrc.
+from_files() {
+    sink=$(sed "s|{device}|$DEV|g" "$REPO/pipelines/v4l2-sink.pipeline" | tr -d '"')
+    sed "s|{format}|YUY2|g; s|{width}|1280|g; s|{height}|720|g; s|{fps}|30|g; s|{sink}|$sink|g" "$REPO/pipelines/v4l2.pipeline" \
+        | sed "s|^appsrc [^!]*!|$SRC ! $APPSRC !|"
+}
+
 pipeline() {
     case "$1" in
+        pipeline-files) from_files ;;
         yuy2) echo "$SRC ! $YUY2 ! $SINK" ;;
         yuy2-bt601) echo "$SRC ! $YUY2,colorimetry=bt601 ! $SINK" ;;
         yuy2-par) echo "$SRC ! $YUY2,pixel-aspect-ratio=1/1 ! $SINK" ;;
@@ -55,10 +65,13 @@ pipeline() {
         livegate-2471) echo "$SRC ! $APPSRC ! videoscale add-borders=true ! videoconvert ! video/x-raw,format=YUY2,width=1280,height=720,pixel-aspect-ratio=1/1,framerate=30/1,colorimetry=2:4:7:1 ! $SINK" ;;
         # I420 (the README's other option) through livegate's pipeline without colorimetry.
         livegate-i420-nocolor) echo "$SRC ! $APPSRC ! videoscale add-borders=true ! videoconvert ! video/x-raw,format=I420,width=1280,height=720,pixel-aspect-ratio=1/1,framerate=30/1 ! $SINK" ;;
+        # The unchanged capsfilter, then a second videoconvert before the sink (what
+        # `livegate run --v4l2-sink "videoconvert ! v4l2sink device=… sync=false"` builds).
+        livegate-sinkconvert) echo "$SRC ! $APPSRC ! videoscale add-borders=true ! videoconvert ! $LGCAPS ! videoconvert ! $SINK" ;;
         *) return 1 ;;
     esac
 }
-all="yuy2 yuy2-bt601 yuy2-par yuy2-par-bt601 yuy2-convert yuy2-convert-bt601 yuy2-bt709 yuy2-srgb yuy2-2471 i420 i420-bt601 livegate livegate-nocolor livegate-2471 livegate-i420-nocolor"
+all="yuy2 yuy2-bt601 yuy2-par yuy2-par-bt601 yuy2-convert yuy2-convert-bt601 yuy2-bt709 yuy2-srgb yuy2-2471 i420 i420-bt601 pipeline-files livegate livegate-nocolor livegate-2471 livegate-sinkconvert livegate-i420-nocolor"
 compliance=${WEBCAM_COMPLIANCE:-yuy2 livegate-nocolor}
 
 load || exit 1

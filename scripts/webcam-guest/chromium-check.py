@@ -4,7 +4,11 @@ webcam.html (served on 127.0.0.1), which takes the camera labelled LABEL with ge
 through a local RTCPeerConnection pair and reports the received video. Prints one JSON object (and
 `result: ok` or `result: fail <why>`); exit status 0 when the video came through in colour and moving.
 
-    chromium-check.py [--label livegate] [--frames 20] [--timeout 150] [--out DIR]
+    chromium-check.py [--label livegate] [--frames 20] [--size 1280x720] [--timeout 150] [--out DIR]
+
+The page asks for --size (Chrome opens the device at its one mode, 1280x720 YUY2, and scales; under
+QEMU's TCG the VP8 encoder adapts 1280x720 down to 640x360 by itself). The page's progress is printed
+as it happens, so a check that runs out of time shows how far it got.
 """
 import argparse
 import functools
@@ -31,7 +35,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--label", default="livegate")
     ap.add_argument("--frames", type=int, default=20)
-    ap.add_argument("--timeout", type=float, default=150, help="seconds for the page's check")
+    ap.add_argument("--size", default="1280x720", help="the size getUserMedia asks for")
+    ap.add_argument("--timeout", type=float, default=150, help="seconds for the page's check (after it loaded)")
     ap.add_argument("--out", default="/tmp")
     a = ap.parse_args()
     t0 = time.monotonic()
@@ -62,12 +67,20 @@ def main() -> int:
         ctx = browser.new_context()
         ctx.grant_permissions(["camera"], origin=url.rsplit("/", 1)[0])
         page = ctx.new_page()
-        console = []
-        page.on("console", lambda m: console.append(m.text))
+        page.on("console", lambda m: mark(f"page: {m.text}"))
+        page.on("pageerror", lambda e: mark(f"page error: {e}"))
         page.goto(url, timeout=120_000)
         mark("page loaded")
-        result = page.evaluate("([l, n, t]) => runCheck(l, n, t)", [a.label, a.frames, int(a.timeout * 1000)])
-        mark("check done")
+        w, h = (int(v) for v in a.size.lower().split("x"))
+        page.evaluate("([l, n, t, w, h]) => { window.__result = null; runCheck(l, n, t, w, h).then(r => { window.__result = r; }); }",
+                      [a.label, a.frames, int(a.timeout * 1000), w, h])
+        try:
+            page.wait_for_function("window.__result !== null", timeout=(a.timeout + 60) * 1000, polling=1000)
+            result = page.evaluate("window.__result")
+            mark("check done")
+        except Exception as e:
+            result = {"error": f"page check did not finish: {type(e).__name__}", "log": page.evaluate("lines")}
+            mark("page check did not finish in time")
         try:
             page.screenshot(path=os.path.join(a.out, "chromium.png"), timeout=30_000)
         except Exception as e:  # the screenshot is a convenience

@@ -5,9 +5,12 @@
 
 Appends one line per frame to OUT: `<uptime seconds> <kind> chroma=<c> luma=<l> band=<b>`, where chroma
 is the mean of max(R,G,B)-min(R,G,B) (0 for grey), luma the mean of (R+G+B)/3, band how much darker
-the middle sixth of the picture is than the rest, and kind `slate` (livegate's offline card: mid-grey,
-a darker band across the middle, no colour), `live` (colour: the emulators' test pattern has four
-tinted quadrants and an orange subject) or `other`.
+the middle sixth of the picture is than the rest, and kind:
+  live   the emulators' test pattern: four tinted quadrants and an orange subject (chroma ~70, luma ~120)
+  slate  livegate's offline card: the camera graph's dark "cam0 - RECONNECTING" card (dark grey, navy
+         band, white text; chroma ~17, luma ~34) or VirtualWebcamOutput's own mid-grey card with a
+         darker band (chroma ~0, luma ~105)
+  other  anything else
 """
 import sys
 
@@ -40,10 +43,12 @@ def classify(frame: bytes, w: int, h: int) -> tuple[str, float, float, float]:
     chroma /= n
     luma /= n
     band = rest_sum / max(1, rest_n) - band_sum / max(1, band_n)
-    if chroma < 6 and 60 <= luma <= 160 and band > 20:
-        kind = "slate"
-    elif chroma >= 15:
+    if chroma >= 40 and luma >= 70:
         kind = "live"
+    elif chroma < 30 and luma < 70:
+        kind = "slate"  # the dark reconnecting card
+    elif chroma < 6 and 60 <= luma <= 160 and band > 20:
+        kind = "slate"  # the grey card
     else:
         kind = "other"
     return kind, chroma, luma, band

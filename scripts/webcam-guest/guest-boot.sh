@@ -3,7 +3,8 @@
 # settings run.sh left in the results share, sets up the environment, runs the test script with a
 # time limit, records its exit code and powers the guest off.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-export HOME=/root TMPDIR=/tmp LANG=C.UTF-8 TERM=dumb
+export HOME=/tmp/home TMPDIR=/tmp LANG=C.UTF-8 TERM=dumb
+mkdir -p "$HOME"
 R=/run/results
 hostname webcam-guest 2>/dev/null
 ip link set lo up
@@ -11,7 +12,7 @@ echo "webcam-guest: up after $(cut -d' ' -f1 /proc/uptime) s (kernel $(uname -r)
 
 # shellcheck source=/dev/null
 . "$R/guest.env"
-export LIVEGATE REPO WEBCAM_RESULTS="$R" WEBCAM_STEP_TIMEOUT WEBCAM_CHROMIUM
+export LIVEGATE REPO WEBCAM_RESULTS="$R" WEBCAM_CHROMIUM WEBCAM_PYTHON WEBCAM_V4L2_SINK WEBCAM_COMPLIANCE_MAX_FAIL
 if [ -n "${GST_REGISTRY_SRC:-}" ] && [ -f "$GST_REGISTRY_SRC" ]; then
     cp "$GST_REGISTRY_SRC" /tmp/gst-registry.bin
     export GST_REGISTRY=/tmp/gst-registry.bin

@@ -18,7 +18,8 @@
 #   WEBCAM_KERNEL   guest kernel version (default: the newest /boot/vmlinuz-* with v4l2loopback built)
 #   WEBCAM_ACCEL    auto (KVM when a probe boot gets through within 20 s, else TCG), kvm or tcg
 #   WEBCAM_MEM      guest memory in MiB (default 4096); WEBCAM_SMP guest CPUs (default 2)
-#   WEBCAM_CHROMIUM 0 skips the Chromium check
+#   WEBCAM_CHROMIUM 0 skips the Chromium check; WEBCAM_PYTHON a python3 with Playwright (default: found)
+#   WEBCAM_V4L2_SINK  given to livegate as --v4l2-sink (e.g. "videoconvert ! v4l2sink device=/dev/video10 sync=false")
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,7 +29,7 @@ script=$here/guest-test.sh
 timeout_s=480
 script_args=()
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n "2,/^set -uo/p" "$0" | sed "$ d" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --script) script=$2; shift 2 ;;
@@ -162,11 +163,25 @@ case "$accel" in
     *) echo "run.sh: WEBCAM_ACCEL must be auto, kvm or tcg" >&2; exit 2 ;;
 esac
 
+# A Python that has Playwright (for the Chromium check), as a real path: the guest has no pyenv shims.
+webcam_python=
+for py in ${WEBCAM_PYTHON:-} python3 /usr/bin/python3; do
+    if exe=$("$py" -c 'import playwright, sys; print(sys.executable)' 2>/dev/null); then
+        webcam_python=$exe
+        break
+    fi
+done
+
 # --- the run --------------------------------------------------------------------------------------
 out=$cache/runs/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 ln -sfn "$out" "$cache/runs/latest"
 ls -1d "$cache"/runs/2* 2>/dev/null | head -n -5 | xargs -r rm -rf
+# The guest runs a copy: a build on the host meanwhile must not change the binary under it.
+if [ -n "$LIVEGATE" ] && [ -x "$LIVEGATE" ]; then
+    cp "$LIVEGATE" "$out/livegate"
+    LIVEGATE=$out/livegate
+fi
 q() { printf '%q' "$1"; }
 {
     echo "GUEST_SCRIPT=$(q "$script")"
@@ -176,6 +191,9 @@ q() { printf '%q' "$1"; }
     echo "REPO=$(q "$repo")"
     echo "GST_REGISTRY_SRC=$(q "$registry")"
     echo "WEBCAM_CHROMIUM=${WEBCAM_CHROMIUM:-1}"
+    echo "WEBCAM_PYTHON=$(q "${webcam_python:-python3}")"
+    echo "WEBCAM_V4L2_SINK=$(q "${WEBCAM_V4L2_SINK:-}")"
+    echo "WEBCAM_COMPLIANCE_MAX_FAIL=${WEBCAM_COMPLIANCE_MAX_FAIL:-5}"
     echo "WEBCAM_ACCEL=$accel"
 } > "$out/guest.env"
 
@@ -197,6 +215,9 @@ pass=$(grep -c '^PASS ' "$results")
 fail=$(grep -c '^FAIL ' "$results")
 if [ ! -s "$out/exit-code" ]; then
     echo "FAIL guest: did not finish (qemu exit $qrc; see $out/console.log)"
+    fail=$((fail + 1))
+elif [ "$(cat "$out/exit-code")" = 124 ]; then
+    echo "FAIL guest: $(basename "$script") ran out of its $timeout_s s (--timeout); later checks did not run"
     fail=$((fail + 1))
 elif [ "$(cat "$out/exit-code")" != 0 ] && [ "$fail" -eq 0 ]; then
     echo "FAIL guest: $(basename "$script") exited $(cat "$out/exit-code")"
