@@ -55,3 +55,28 @@ public final class BusyNotes: Sendable {
         return "the camera is busy switching modes (\(l.what) answered not ready); waiting for it"
     }
 }
+
+/// The pauses between asking a busy body again: `first`, growing by `growth` up to `cap`, for at
+/// most `patience` from its making. The Sony, PTP and Olympus drivers' "ask again while busy"
+/// loops share it.
+struct BusyBackoff {
+    private let giveUp: ContinuousClock.Instant
+    private var pause: Duration
+    private let growth: Double
+    private let cap: Duration
+
+    init(first: Duration, growth: Double, cap: Duration, patience: Duration) {
+        giveUp = .now + patience
+        pause = first
+        self.growth = growth
+        self.cap = cap
+    }
+
+    /// Sleeps the next pause and returns true; false (at once) when it would end past the patience.
+    mutating func wait() async throws -> Bool {
+        guard ContinuousClock.now + pause < giveUp else { return false }
+        try await Task.sleep(for: pause)
+        pause = min(pause * growth, cap)
+        return true
+    }
+}

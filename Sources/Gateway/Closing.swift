@@ -1,8 +1,10 @@
 import LiveViewCore
 
-/// The gateway is closing (SIGTERM/SIGINT, or `stop()`): every long-lived answer (the event
-/// stream, MJPEG, a card download) ends now, cleanly, instead of holding the HTTP server's graceful
-/// shutdown open until its client goes. Fired once; what registers after it runs at once.
+/// The gateway is closing (SIGTERM/SIGINT, or `stop()`): long-lived answers that register here
+/// (MJPEG viewers) end now, cleanly, instead of holding the HTTP server's graceful shutdown open
+/// until their client goes. Fired once; what registers after it runs at once. (The event stream
+/// ends through `EventStream.close`; anything else still running 2.5 s after the signal, a card
+/// download from a slow camera among them, is cancelled by the service group.)
 public final class ClosingSignal: Sendable {
     private struct State {
         var closed = false

@@ -70,10 +70,10 @@ public final class Gateway: ControlModel, Service, Sendable {
     public let closing = ClosingSignal()
 
     /// The gateway is closing: the event stream ends for every listener (and for any that comes
-    /// later), MJPEG viewers and card downloads end, each cleanly, so no client holds the shutdown.
+    /// later) and MJPEG viewers end, each cleanly, so no client holds the shutdown.
     public func beginClosing() {
         guard !closing.isClosed else { return }
-        logger.info("closing: ending event streams, MJPEG viewers and downloads")
+        logger.info("closing: ending event streams and MJPEG viewers")
         events.close()
         closing.close()
     }

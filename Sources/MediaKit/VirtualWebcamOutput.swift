@@ -274,22 +274,22 @@ public final class VirtualWebcamOutput: Sendable {
         while !state.withLock({ $0.stopping }) {
             let now = MonotonicClock.nanos()
             // A GStreamer error stops the pipeline (a consumer that broke the device's buffers, a
-            // device that went away): said once, then opened again with a back-off (1 s doubling
-            // to 10 s), the slate and pictures going on where they left off.
+            // device that went away): said once; with `reopenAfterError` opened again with a
+            // back-off (1 s doubling to 10 s), the slate and pictures going on where they left off.
             let errors = current.pipeline.errorCount
-            if errors != errorsSeen && !configuration.reopenAfterError {
-                errorsSeen = errors
-                logger.error("virtual webcam stopped; restart livegate (and, if it keeps failing, reload v4l2loopback) to use it again", metadata: [
-                    "output": "\(configuration.output)", "device": "\(configuration.device)",
-                    "error": "\(current.pipeline.lastError ?? "?")"])
-            }
             if errors != errorsSeen {
                 errorsSeen = errors
-                restartAt = now + restartDelay
-                counters.restarts.wrappingAdd(1, ordering: .relaxed)
-                logger.error("virtual webcam stopped; opening it again", metadata: [
-                    "output": "\(configuration.output)", "device": "\(configuration.device)",
-                    "error": "\(current.pipeline.lastError ?? "?")", "in": "\(restartDelay / 1_000_000) ms"])
+                var metadata: Logger.Metadata = ["output": "\(configuration.output)", "device": "\(configuration.device)",
+                                                 "error": "\(current.pipeline.lastError ?? "?")"]
+                if configuration.reopenAfterError {
+                    restartAt = now + restartDelay
+                    counters.restarts.wrappingAdd(1, ordering: .relaxed)
+                    metadata["in"] = "\(restartDelay / 1_000_000) ms"
+                    logger.error("virtual webcam stopped; opening it again", metadata: metadata)
+                } else {
+                    logger.error("virtual webcam stopped; restart livegate (and, if it keeps failing, reload v4l2loopback) to use it again",
+                                 metadata: metadata)
+                }
             }
             if restartAt != 0 {
                 if now >= restartAt {

@@ -27,9 +27,7 @@ struct Emulate: AsyncParsableCommand {
         """) var moody = false
 
     func parsedSize() throws -> (Int, Int) {
-        let parts = size.lowercased().split(separator: "x")
-        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (64...4096).contains(w), (64...4096).contains(h),
-              w % 2 == 0, h % 2 == 0 else {
+        guard let (w, h) = evenSize(size, width: 64...4096, height: 64...4096) else {
             throw ValidationError("--size must be WIDTHxHEIGHT with even sides from 64 to 4096, got '\(size)'")
         }
         return (w, h)
@@ -75,4 +73,12 @@ struct EmulatorService: Service {
         try? await gracefulShutdown()
         await emulator.stop()
     }
+}
+
+/// `WIDTHxHEIGHT` with both sides even and in their ranges (a picture size flag); nil otherwise.
+func evenSize(_ text: String, width: ClosedRange<Int>, height: ClosedRange<Int>) -> (Int, Int)? {
+    let parts = text.lowercased().split(separator: "x")
+    guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), width.contains(w), height.contains(h),
+          w % 2 == 0, h % 2 == 0 else { return nil }
+    return (w, h)
 }

@@ -171,9 +171,7 @@ struct Run: AsyncParsableCommand {
         options.v4l2Device = c.v4l2
         options.v4l2Sink = v4l2Sink
         if let size = webcamSize {
-            let parts = size.lowercased().split(separator: "x")
-            guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (160...4096).contains(w), (120...4096).contains(h),
-                  w % 2 == 0, h % 2 == 0 else {
+            guard let (w, h) = evenSize(size, width: 160...4096, height: 120...4096) else {
                 throw CLIError("--webcam-size must be WIDTHxHEIGHT with even sides, 160x120 to 4096x4096, got '\(size)'")
             }
             (options.webcamWidth, options.webcamHeight) = (w, h)
@@ -250,7 +248,7 @@ struct Run: AsyncParsableCommand {
         // starts them. A graceful shutdown goes backwards: cameras and graphs, reloader, HTTP
         // server, HLS/WebRTC, RTSP server, then the gateway finishes the recordings.
         // SIGTERM/SIGINT also tell the gateway at once that it is closing (ClosingOnSignal): event
-        // streams, MJPEG viewers and downloads end before the group reaches the HTTP server. What
+        // streams and MJPEG viewers end before the group reaches the HTTP server. What
         // still runs 2.5 s after the signal (a camera that stopped answering mid-request) is
         // cancelled, so livegate ends within 3 s whatever is connected; the gateway, last, still
         // finishes the recordings.

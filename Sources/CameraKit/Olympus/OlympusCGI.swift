@@ -98,15 +98,14 @@ public struct OlympusCGI: Sendable {
     /// growing to 1 s, for at most 8 s, noted in `busy` meanwhile.
     private func exchange(_ method: String, _ cgi: String, _ options: [(String, String)], body: [UInt8]?,
                           timeout: TimeAmount?, maxBytes: Int? = nil) async throws -> HTTPResponse {
-        let giveUp = ContinuousClock.now + .seconds(8)
-        var pause: Duration = .milliseconds(100)
+        var backoff = BusyBackoff(first: .milliseconds(100), growth: 1.5, cap: .seconds(1), patience: .seconds(8))
         while true {
             do {
                 return try await exchangeOnce(method, cgi, options, body: body, timeout: timeout, maxBytes: maxBytes)
-            } catch CameraControlError.camera(let code, _) where code == 503 && ContinuousClock.now + pause < giveUp {
+            } catch let e as CameraControlError {
+                guard case .camera(503, _) = e else { throw e }
                 busy.note(cgi)
-                try await Task.sleep(for: pause)
-                pause = min(pause * 1.5, .seconds(1))
+                guard try await backoff.wait() else { throw e }
             }
         }
     }

@@ -74,14 +74,12 @@ extension PTPVendorBase {
     /// loop paces its own busy answers.
     func callWhenReady(_ code: UInt16, _ params: [UInt32] = [], data: [UInt8]? = nil,
                        patience: Duration = .seconds(8)) async throws -> PTPResult {
-        let giveUp = ContinuousClock.now + patience
-        var pause: Duration = .milliseconds(50)
+        var backoff = BusyBackoff(first: .milliseconds(50), growth: 2, cap: .milliseconds(500), patience: patience)
         while true {
             let r = try await call(code, params, data: data)
-            guard r.code == PTPResponse.deviceBusy, ContinuousClock.now + pause < giveUp else { return r }
+            guard r.code == PTPResponse.deviceBusy else { return r }
             link.busy?.note("0x" + String(code, radix: 16, uppercase: true))
-            try await Task.sleep(for: pause)
-            pause = min(pause * 2, .milliseconds(500))
+            guard try await backoff.wait() else { return r }
         }
     }
 

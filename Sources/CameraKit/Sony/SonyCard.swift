@@ -73,7 +73,7 @@ extension SonyDriver {
         do {
             do {
                 // A body still busy with its last switch answers "Not Available Now": wait for it.
-                _ = try await rpc.callWhenReady("setCameraFunction", [function], timeout: .seconds(10), notReady: busyNote)
+                _ = try await rpc.callWhenReady("setCameraFunction", [function], timeout: .seconds(10))
             } catch CameraControlError.camera(let code, _) where code == 12 || code == 14 || code == 15 || code == 3 {
                 throw CameraControlError.notSupported("the card of this camera (no \"\(Self.contentsTransfer)\" function)")
             }
@@ -106,7 +106,7 @@ extension SonyDriver {
     var avContent: SonyRPC {
         var target = rpc.endpoint.target
         if let slash = target.lastIndex(of: "/") { target = String(target[..<slash]) }
-        return SonyRPC(endpoint: HTTPURL(host: rpc.endpoint.host, port: rpc.endpoint.port, target: target + "/avContent"))
+        return SonyRPC(endpoint: HTTPURL(host: rpc.endpoint.host, port: rpc.endpoint.port, target: target + "/avContent"), busy: rpc.busy)
     }
 
     /// Every original on the card (a listing of the last few seconds is reused).
@@ -117,18 +117,18 @@ extension SonyDriver {
             let av = avContent
             // The body may say it switched while its card is not ready yet ("Not Available Now" for a
             // second or more): each card call waits for it (sony.md §8.3).
-            let sources = try await av.callWhenReady("getSourceList", [["scheme": "storage"]], timeout: .seconds(10), notReady: busyNote)
+            let sources = try await av.callWhenReady("getSourceList", [["scheme": "storage"]], timeout: .seconds(10))
             let uris = ((sources.first as? [[String: Any]]) ?? []).compactMap { $0["source"] as? String }
             var entries: [SonyCardEntry] = []
             for uri in (uris.isEmpty ? ["storage:memoryCard1"] : Array(uris.prefix(2))) {
                 let counted = SonyCard.count(try await av.callWhenReady("getContentCount", [["uri": uri, "view": "flat"]], version: "1.2",
-                                                                       timeout: .seconds(10), notReady: busyNote))
+                                                                       timeout: .seconds(10)))
                 let total = min(counted ?? SonyCard.maxItems, SonyCard.maxItems)
                 var index = 0
                 while index < total && entries.count < SonyCard.maxItems {
                     let page = try await av.callWhenReady("getContentList", [["uri": uri, "stIdx": index, "cnt": SonyCard.pageSize,
                                                                                "view": "flat", "sort": "ascending"]],
-                                                          version: "1.3", timeout: .seconds(15), notReady: busyNote)
+                                                          version: "1.3", timeout: .seconds(15))
                     let items = (page.first as? [Any]) ?? []
                     guard !items.isEmpty else { break }
                     entries += SonyCard.entries(items)

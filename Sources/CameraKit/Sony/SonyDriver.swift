@@ -22,14 +22,10 @@ public final class SonyDriver: CameraDriver, Sendable {
     /// Contents Transfer lent to card work, and the card as last listed (`SonyCard.swift`).
     let cardMode = CardModeLease()
     let cardCache = CardListing<SonyCardEntry>()
-    /// Calls the body answered "Not Available Now" / "Camera Not Ready" (waited for, then retried).
-    let busy = BusyNotes()
-    var busyNote: @Sendable (String) -> Void { { [busy] method in busy.note(method) } }
-
     /// While card work holds Contents Transfer the live view pauses; while the body switches modes
     /// it answers "not ready" (both waited for): said in the camera's reason, events and slate.
     public var activity: String? {
-        if let b = busy.text { return b }
+        if let b = rpc.busy.text { return b }
         return cardMode.inCardMode ? "the camera is showing its card (Contents Transfer); live view resumes after the card work" : nil
     }
 
@@ -83,7 +79,7 @@ public final class SonyDriver: CameraDriver, Sendable {
         let result: [Any]
         do {
             // Right after a switch back from Contents Transfer a body answers "Not Available Now".
-            result = try await rpc.callWhenReady("startLiveview", cameraNotReady: false, notReady: busyNote)
+            result = try await rpc.callWhenReady("startLiveview", cameraNotReady: false)
         } catch CameraControlError.camera(let code, _) where code == 40401 {
             // Not in shooting mode yet (or the API list was missed): enter it and try again.
             _ = try? await rpc.call("startRecMode", timeout: .seconds(5))
@@ -314,25 +310,25 @@ public final class SonyDriver: CameraDriver, Sendable {
                 if offered.contains("Color Temperature") { valid.append("<kelvin>K") }
                 throw invalid(valid)
             }
-            _ = try await rpc.callWhenReady("setWhiteBalance", params, notReady: busyNote)
+            _ = try await rpc.callWhenReady("setWhiteBalance", params)
         case .iso:
             let (_, list) = try await currentAndList("getAvailableIsoSpeedRate")
             let sony = SonyVocabulary.sonyISO(value)
             guard list.contains(sony) else { throw invalid(list.map { SonyVocabulary.commonISO($0).description }) }
-            _ = try await rpc.callWhenReady("setIsoSpeedRate", [sony], notReady: busyNote)
+            _ = try await rpc.callWhenReady("setIsoSpeedRate", [sony])
         case .shutterSpeed:
             let (_, list) = try await currentAndList("getAvailableShutterSpeed")
             guard list.contains(text) else { throw invalid(list) }
-            _ = try await rpc.callWhenReady("setShutterSpeed", [text], notReady: busyNote)
+            _ = try await rpc.callWhenReady("setShutterSpeed", [text])
         case .aperture:
             let (_, list) = try await currentAndList("getAvailableFNumber")
             guard let match = list.first(where: { $0 == text || Double($0) == Double(text) }) else { throw invalid(list) }
-            _ = try await rpc.callWhenReady("setFNumber", [match], notReady: busyNote)
+            _ = try await rpc.callWhenReady("setFNumber", [match])
         case .focusMode:
             let (_, list) = try await currentAndList("getAvailableFocusMode")
             let sony = SonyVocabulary.sonyFocusMode(text)
             guard list.contains(sony) else { throw invalid(list.map(SonyVocabulary.commonFocusMode)) }
-            _ = try await rpc.callWhenReady("setFocusMode", [sony], notReady: busyNote)
+            _ = try await rpc.callWhenReady("setFocusMode", [sony])
         case .exposureCompensation:
             let r = try await rpc.call("getAvailableExposureCompensation")
             let ints = r.compactMap { ($0 as? NSNumber)?.intValue }
@@ -346,7 +342,7 @@ public final class SonyDriver: CameraDriver, Sendable {
             guard let w = wanted, let hit = choices.first(where: { CommonValues.sameEV($0.ev, w) }) else {
                 throw invalid(choices.map { CommonValues.evText($0.ev) })
             }
-            _ = try await rpc.callWhenReady("setExposureCompensation", [hit.index], notReady: busyNote)
+            _ = try await rpc.callWhenReady("setExposureCompensation", [hit.index])
         }
     }
 
@@ -354,6 +350,6 @@ public final class SonyDriver: CameraDriver, Sendable {
         // setTouchAFPosition takes percent (0…100) of the live view, origin top-left.
         let space = AFCoordinateSpace(width: 100, height: 100)
         let p = space.toCamera(x: x, y: y, imageWidth: imageWidth, imageHeight: imageHeight)
-        _ = try await rpc.callWhenReady("setTouchAFPosition", [p.x, p.y], timeout: .seconds(10), notReady: busyNote)
+        _ = try await rpc.callWhenReady("setTouchAFPosition", [p.x, p.y], timeout: .seconds(10))
     }
 }

@@ -14,8 +14,13 @@ public final class SonyRPC: Sendable {
     /// tens of kilobytes; a camera sending more is refused before it costs memory.
     public static let maxReplyBytes = 1024 * 1024
 
-    public init(endpoint: HTTPURL) {
+    /// Calls answered "not ready" and asked again (`callWhenReady`); shared with the avContent
+    /// service's client of the same camera.
+    public let busy: BusyNotes
+
+    public init(endpoint: HTTPURL, busy: BusyNotes = BusyNotes()) {
         self.endpoint = endpoint
+        self.busy = busy
         var client = CameraHTTP()
         client.maxBodyBytes = Self.maxReplyBytes
         self.client = client
@@ -74,24 +79,22 @@ public final class SonyRPC: Sendable {
     }
 
     /// `call`, repeated while the body answers "Not Available Now" / "Camera Not Ready", with a
-    /// back-off from 100 ms growing to 1 s, for at most `patience`; then 503 saying the camera is
-    /// still busy. Other answers and errors come back at once. `cameraNotReady: false` leaves
-    /// 40401 to the caller (startLiveview's 40401 means "not in shooting mode": startRecMode first).
+    /// back-off from 100 ms growing to 1 s, for at most `patience`, noted in `busy` meanwhile; then
+    /// 503 saying the camera is still busy. Other answers and errors come back at once.
+    /// `cameraNotReady: false` leaves 40401 to the caller (startLiveview's 40401 means "not in
+    /// shooting mode": startRecMode first).
     public func callWhenReady(_ method: String, _ params: [Any] = [], version: String = "1.0",
                               timeout: TimeAmount = .seconds(5), patience: Duration = .seconds(8),
-                              cameraNotReady: Bool = true, notReady: (@Sendable (String) -> Void)? = nil) async throws -> [Any] {
-        let giveUp = ContinuousClock.now + patience
-        var pause: Duration = .milliseconds(100)
+                              cameraNotReady: Bool = true) async throws -> [Any] {
+        var backoff = BusyBackoff(first: .milliseconds(100), growth: 1.5, cap: .seconds(1), patience: patience)
         while true {
             do {
                 return try await call(method, params, version: version, timeout: timeout)
             } catch where Self.isNotReady(error, cameraNotReady: cameraNotReady) {
-                guard ContinuousClock.now + pause < giveUp else {
+                busy.note(method)
+                guard try await backoff.wait() else {
                     throw CameraControlError.unavailable("the camera is still busy (switching modes): \(method) answered \(error) for \(patience)")
                 }
-                notReady?(method)
-                try await Task.sleep(for: pause)
-                pause = min(pause * 1.5, .seconds(1))
             }
         }
     }

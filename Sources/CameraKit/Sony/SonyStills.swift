@@ -130,7 +130,7 @@ extension SonyDriver: StillCapturing {
             await cardMode.serial.withLock {
                 if cardMode.inCardMode {
                     await leaveContentsTransfer()
-                    _ = try? await rpc.callWhenReady("startRecMode", timeout: .seconds(5), notReady: busyNote)
+                    _ = try? await rpc.callWhenReady("startRecMode", timeout: .seconds(5))
                 }
             }
         }
