@@ -3,16 +3,19 @@ SWIFT ?= swift
 SHARED ?= ../shared
 CONFORMANCE := $(SHARED)/conformance/check.sh
 
-.PHONY: run test deps build build-debug unit-tests tsan-tests conformance bench bench-check clean openapi fuzz soak test-webcam
+.PHONY: run test deps build test-build test-unit test-integration test-tsan conformance bench bench-check clean openapi fuzz soak test-webcam
 
 ## Install missing Debian packages, build in release mode, start the gateway on its default
 ## (an emulated Sony camera) and print the URLs to open.
 run: deps build
 	./.build/release/livegate $(ARGS)
 
-## The whole test suite: unit and integration tests, the core under ThreadSanitizer, and the
-## conformance suite for `livegate inspect` when ../shared/conformance is present.
-test: deps unit-tests tsan-tests conformance
+## The whole test suite, in tiers (README, "Testing"): the build, the unit tier (in memory, parallel),
+## the integration tier (real processes, sockets, GStreamer and clients, one suite at a time), the
+## in-process concurrency suites again under ThreadSanitizer, and the conformance suite for
+## `livegate inspect` when ../shared/conformance is present. Prints each tier's duration at the end.
+test: deps
+	@./scripts/test-tiers.sh test-build test-unit test-integration test-tsan conformance
 
 deps:
 	@./deploy/install-deps.sh
@@ -20,32 +23,50 @@ deps:
 build:
 	$(SWIFT) build -c release --product livegate
 
-# Serial: the suites include real-time streaming tests that must not share two cores with the
-# CPU-heavy fuzz loops.
-unit-tests:
-	$(SWIFT) test --no-parallel
+# The debug build of the package and its tests (the livegate binary included, which the integration
+# tests and the conformance suite run).
+test-build:
+	$(SWIFT) build --build-tests
 
-# The whole suite again under ThreadSanitizer, in its own build folder (.build-tsan) so the two
-# builds never overwrite each other. -DLIVEGATE_TSAN gives `Mutex` the sanitizer-visible stand-in
-# (Sources/LiveViewCore/Mutex.swift says why).
-# Reports go to files (one per process, gateways started by tests included) and are printed after
-# the run, so the end of the log shows them whatever came in between.
+## Tier (a), for the edit-test loop: every suite without the `integration` tag (Tests/TestSupport/Tags.swift;
+## scripts/test-filter.sh turns a tag into the suites' names, which `swift test` filters on):
+## parsers, the hub and pacer, channel handlers, state machines; in parallel, no subprocess, no sleep.
+test-unit:
+	$(SWIFT) test --skip '$(shell ./scripts/test-filter.sh integration)'
+
+## Tier (b): the tests tagged `integration` (emulators over loopback, the gateway binary, GStreamer
+## pipelines, ffmpeg/ffprobe/gst-launch, Chromium, aiortc, PipeWire, nginx-rtmp), one at a time: they
+## share two cores with real-time streams. Each waits for events with deadlines.
+test-integration:
+	$(SWIFT) test --no-parallel --filter '$(shell ./scripts/test-filter.sh integration)'
+
+# Tier (c): the suites tagged `sanitized` (hub, pacer, annotated stream, drivers against in-process
+# emulators, camera services, HTTP) again under ThreadSanitizer, in their own build folder
+# (.build-tsan) so the two builds never overwrite each other. -DLIVEGATE_TSAN gives `Mutex` the
+# sanitizer-visible stand-in (Sources/LiveViewCore/Mutex.swift says why). Suites whose threads live in
+# subprocesses or in GStreamer's own code are not in this tier.
+# Reports go to files (one per process) and are printed after the run, so the end of the log shows
+# them whatever came in between.
 TSAN_OPTIONS_RUN ?= second_deadlock_stack=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt
 TSAN_REPORTS := $(CURDIR)/.build-tsan/reports
-tsan-tests:
+TSAN_FLAGS := --sanitize=thread -Xswiftc -DLIVEGATE_TSAN --scratch-path .build-tsan
+test-tsan:
+	$(SWIFT) build --build-tests $(TSAN_FLAGS)
 	@rm -rf "$(TSAN_REPORTS)" && mkdir -p "$(TSAN_REPORTS)"
 	@status=0; \
-	TSAN_OPTIONS="$(TSAN_OPTIONS_RUN) log_path=$(TSAN_REPORTS)/tsan" $(SWIFT) test --no-parallel --sanitize=thread \
-		-Xswiftc -DLIVEGATE_TSAN --scratch-path .build-tsan || status=$$?; \
+	TSAN_OPTIONS="$(TSAN_OPTIONS_RUN) log_path=$(TSAN_REPORTS)/tsan" $(SWIFT) test --skip-build --no-parallel \
+		$(TSAN_FLAGS) --filter '$(shell ./scripts/test-filter.sh sanitized)' || status=$$?; \
 	for f in "$(TSAN_REPORTS)"/tsan.*; do \
 		[ -e "$$f" ] || continue; \
+		status=1; \
 		echo "==== ThreadSanitizer output of process $${f##*.} ($(TSAN_REPORTS)):"; head -c 60000 "$$f"; \
 	done; \
 	exit $$status
 
-conformance: build
+# `livegate inspect` on the shared captures, with the debug binary of test-build.
+conformance:
 	@if [ -x "$(CONFORMANCE)" ]; then \
-		"$(CONFORMANCE)" ./.build/release/livegate; \
+		$(SWIFT) build --product livegate && "$(CONFORMANCE)" ./.build/debug/livegate; \
 	else \
 		echo "conformance: SKIPPED — $(CONFORMANCE) not found (it lives in ../shared beside the clone)"; \
 	fi

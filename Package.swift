@@ -98,10 +98,10 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["LiveViewCore"], path: "Tests/TestSupport", swiftSettings: strict),
-        .testTarget(name: "LiveViewCoreTests", dependencies: ["LiveViewCore"], swiftSettings: strict),
-        .testTarget(name: "CameraWireTests", dependencies: ["CameraWire", "JPEGKit", "LiveViewCore"],
+        .testTarget(name: "LiveViewCoreTests", dependencies: ["LiveViewCore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "CameraWireTests", dependencies: ["CameraWire", "JPEGKit", "LiveViewCore", "TestSupport"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "JPEGKit", "LiveViewCore"], swiftSettings: strict),
+        .testTarget(name: "MediaKitTests", dependencies: ["MediaKit", "JPEGKit", "LiveViewCore", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "CameraKitTests",
             dependencies: ["CameraKit", "CameraEmulators", "CameraWire", "LiveViewCore", "TestSupport",

@@ -8,7 +8,7 @@ import TestSupport
 /// The cameras' HTTP client against a loopback server that answers as told: the deadline covers
 /// the whole exchange, a caller's cancellation does not abandon a request the camera has acted on,
 /// and bodies are capped.
-@Suite struct CameraHTTPTests {
+@Suite(.tags(.integration, .sanitized)) struct CameraHTTPTests {
     /// Accepts one connection, reads the request head, waits `delay` (and for `release()` when
     /// `gated`), writes `reply`, and holds the connection open for `hold` seconds. `requests` holds
     /// what it read.

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Testing
+import TestSupport
 
 /// Real Sony DSC-QX100 device description, from tonytonyjan/sonycam:spec/fixtures/DeviceDescription.xml
 /// @ d7ff1208b3be809227c729812729dce120d0df8f (MIT licence; also ../shared/fixtures/sony/).
@@ -96,7 +97,7 @@ final class FakeSSDPResponder: ChannelInboundHandler, @unchecked Sendable {
     }
 }
 
-@Suite struct DiscoveryTests {
+@Suite(.tags(.integration, .sanitized)) struct DiscoveryTests {
     @Test func findsSonyPanasonicAndUnknownDevicesOverLoopback() async throws {
         let group = MultiThreadedEventLoopGroup.singleton
         let web = try await DiscoveryHTTPServer.start(docs: [
@@ -186,10 +187,10 @@ final class FakeSSDPResponder: ChannelInboundHandler, @unchecked Sendable {
         #expect(SSDPDiscovery.classify(description: dms, location: "http://10.0.0.1:1/x", reply: reply, matchers: [.sony, .panasonic]).kind == .unknown)
     }
 
-    @Test(.enabled(if: Shared.has("fixtures/sony/sonycam-DSC-QX100-DeviceDescription.xml"),
+    @Test(.enabled(if: Locations.sharedHas("fixtures/sony/sonycam-DSC-QX100-DeviceDescription.xml"),
                    "needs ../shared/fixtures/sony"))
     func embeddedFixtureIsTheRealFile() throws {
-        let data = try #require(FileManager.default.contents(atPath: Shared.path("fixtures/sony/sonycam-DSC-QX100-DeviceDescription.xml")))
+        let data = try #require(FileManager.default.contents(atPath: Locations.shared("fixtures/sony/sonycam-DSC-QX100-DeviceDescription.xml")))
         #expect(String(decoding: data, as: UTF8.self) == discoveryQX100Description)
     }
 

@@ -8,7 +8,7 @@ import TestSupport
 
 /// The reconnect loop every driver shares, on a manual clock: each pause is measured to the
 /// millisecond without waiting for it.
-@Suite(.timeLimit(.minutes(1))) struct DriverLifecycleTests {
+@Suite(.timeLimit(.minutes(1)), .tags(.integration, .sanitized)) struct DriverLifecycleTests {
     struct Dropped: Error {}
 
     /// Waits (up to 10 s of real time, for the session task to get there) until `condition` holds.

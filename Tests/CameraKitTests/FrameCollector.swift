@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import LiveViewCore
 
 /// Collects what a hub publishes, for every driver test: a paced consumer that copies each
@@ -32,17 +33,28 @@ final class FrameCollector: @unchecked Sendable {
 
     /// Waits until `n` frames arrived or `seconds` passed.
     func wait(for n: Int, seconds: Double = 10) async -> Bool {
-        await waitUntil(seconds: seconds) { self.count >= n }
+        await waitUntil(timeout: seconds) { self.count >= n }
     }
 
-    /// Frames per second over a window of `seconds` measured from now.
-    func measureFPS(seconds: Double = 1.0) async -> Double {
-        let n0 = count
-        let t0 = MonotonicClock.nanos()
-        try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-        let n1 = count
-        let t1 = MonotonicClock.nanos()
-        return Double(n1 - n0) * 1e9 / Double(t1 - t0)
+    /// What a driver delivered against what its camera sent, over the time the driver takes to count
+    /// `frames` more (deadline `timeout` seconds): counts for the assertions (every frame the camera sent
+    /// arrived, none twice), the rate only for the log (rates are measured in `make bench`, not asserted).
+    struct Window {
+        var delivered: Int
+        var sent: Int
+        var complete: Bool
+        var fps: Double
+        /// Every frame the camera sent in the window reached the driver once: none lost beyond the one
+        /// or two in flight at either end, none invented or delivered twice.
+        var oneForOne: Bool { delivered >= sent - 2 && delivered <= sent + 2 }
+    }
+
+    static func window(frames n: Int, timeout: Double = 15, delivered: () -> Int, sent: () -> Int) async -> Window {
+        let d0 = delivered(), s0 = sent(), t0 = MonotonicClock.nanos()
+        let complete = await waitUntil(timeout: timeout, poll: .milliseconds(10)) { delivered() >= d0 + n }
+        let d1 = delivered(), s1 = sent()
+        let seconds = Double(MonotonicClock.nanos() - t0) / 1e9
+        return Window(delivered: d1 - d0, sent: s1 - s0, complete: complete, fps: Double(d1 - d0) / max(seconds, 1e-9))
     }
 
     /// Largest gap between consecutive frames collected after `from` (ns), in seconds.
@@ -54,9 +66,3 @@ final class FrameCollector: @unchecked Sendable {
     }
 }
 
-/// Polls `condition` until it holds or `seconds` pass; returns whether it held.
-func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() && Date() < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-    return condition()
-}

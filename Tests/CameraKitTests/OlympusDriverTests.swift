@@ -7,6 +7,7 @@ import LiveViewCore
 import Logging
 import NIOPosix
 import Testing
+import TestSupport
 
 struct OlympusSetup {
     let emulator: OlympusEmulator
@@ -65,7 +66,7 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
     return out
 }
 
-@Suite(.serialized) struct OlympusDriverTests {
+@Suite(.serialized, .tags(.integration, .sanitized)) struct OlympusDriverTests {
     // MARK: Pure parts
 
     @Test func urlParsing() {
@@ -296,7 +297,7 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         #expect(s.emulator.setCamprops.map(\.value) == ["400", "250", "60\"", "8.0", "+0.3"])
         #expect(s.emulator.setCamprops.allSatisfy { $0.status == 200 })
         // The live view reflects them (TLV 9, 10, 12).
-        #expect(await waitUntil(seconds: 3) {
+        #expect(await waitUntil(timeout: 3) {
             let m = s.driver.lastMetadata
             return m?.aperture?.current == 80 && m?.exposureCompensation?.current == 3 && m?.iso?.current == 400
         })
@@ -310,7 +311,7 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         #expect(s.emulator.touchPoints.map { [$0.x, $0.y] } == [[448, 383]])
         #expect(s.emulator.requests("exec_takemotion").last?.query == ["com": "assignafframe", "point": "0448x0383"])
         let n = s.collector.count
-        #expect(await waitUntil(seconds: 3) {
+        #expect(await waitUntil(timeout: 3) {
             s.collector.all.dropFirst(n).contains { f in
                 f.af.first?.pixels == PixelRect(x: 412, y: 347, width: 72, height: 72) && f.af.first?.state == .focused
             }
@@ -328,23 +329,23 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         let port = s.emulator.port
         await s.emulator.stop()
         // While the camera is away: the state says so, with a reason.
-        #expect(await waitUntil(seconds: 5) { s.driver.state == .reconnecting && s.driver.lastError != nil })
+        #expect(await waitUntil(timeout: 5) { s.driver.state == .reconnecting && s.driver.lastError != nil })
         let reason = s.driver.lastError ?? ""
         #expect(reason.contains("connect") || reason.contains("datagram"), "lastError: \(reason)")
         // A new body on the same port (switched on again).
         let second = try OlympusEmulator(port: port, group: MultiThreadedEventLoopGroup.singleton)
         #expect(try await second.start() == port)
         let n = s.driver.stats.frames
-        #expect(await waitUntil(seconds: 10) { s.driver.stats.frames >= n + 10 })
+        #expect(await waitUntil(timeout: 10) { s.driver.stats.frames >= n + 10 })
         #expect(s.driver.state == .streaming)
         #expect(s.driver.stats.reconnects >= 1)
         #expect(second.requests("exec_takemisc").contains { $0.query["com"] == "startliveview" })
         // And the same emulator instance can be stopped and started again too.
         await second.stop()
-        #expect(await waitUntil(seconds: 5) { s.driver.state != .streaming })
+        #expect(await waitUntil(timeout: 5) { s.driver.state != .streaming })
         #expect(try await second.start() == port)
         let m = s.driver.stats.frames
-        #expect(await waitUntil(seconds: 10) { s.driver.stats.frames >= m + 10 })
+        #expect(await waitUntil(timeout: 10) { s.driver.stats.frames >= m + 10 })
         await s.driver.stop()
         await second.stop()
         #expect(s.driver.state == .stopped)
@@ -356,7 +357,7 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         let s = try await OlympusSetup.make(configuration: config)
         s.emulator.inject(.dropEveryNthDatagram(23))
         #expect(await s.collector.wait(for: 20, seconds: 15))
-        #expect(await waitUntil(seconds: 5) { s.driver.stats.drops >= 3 })
+        #expect(await waitUntil(timeout: 5) { s.driver.stats.drops >= 3 })
         await s.shutdown()
         var compared = 0
         for f in s.collector.all {
@@ -369,7 +370,7 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
     }
 }
 
-@Suite(.serialized) struct OlympusStallTests {
+@Suite(.serialized, .tags(.integration, .sanitized)) struct OlympusStallTests {
     @Test func stalledLiveViewIsAskedForAgainWithoutReconnecting() async throws {
         var options = OlympusDriver.Options()
         options.restartAfter = .milliseconds(500)
@@ -378,7 +379,7 @@ func olympusExpectedAF(_ m: OlympusRTP.Metadata) -> [PixelRect] {
         #expect(await s.collector.wait(for: 10))
         s.emulator.inject(.stall(seconds: 1.0))
         let n = s.driver.stats.frames
-        #expect(await waitUntil(seconds: 6) {
+        #expect(await waitUntil(timeout: 6) {
             s.emulator.liveViewSessions >= 2 && s.driver.stats.frames >= n + 10
         })
         #expect(s.driver.state == .streaming)

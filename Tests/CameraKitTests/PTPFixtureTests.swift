@@ -7,8 +7,9 @@ import LiveViewCore
 import Logging
 import NIOPosix
 import Testing
+import TestSupport
 
-let ptpFixtureDir = Shared.path("fixtures/ptp")
+let ptpFixtureDir = Locations.shared("fixtures/ptp")
 let ptpFixturesPresent = FileManager.default.fileExists(atPath: ptpFixtureDir)
 
 func ptpFixture(_ name: String, dir: String = ptpFixtureDir) throws -> [UInt8] {
@@ -153,10 +154,10 @@ extension PTPTests {
             #expect(ptpFrames { e in q.feed(emu, e) }.frames.count == 1)
         }
 
-        @Test(.enabled(if: Shared.has("fixtures/sony/rocc-liveview-rx100m7-singleimage.bin"),
+        @Test(.enabled(if: Locations.sharedHas("fixtures/sony/rocc-liveview-rx100m7-singleimage.bin"),
                        "needs ../shared/fixtures/sony"))
         func sonyRealDatasetHasTheSameFraming() throws {
-            let sonyDir = Shared.path("fixtures/sony")
+            let sonyDir = Locations.shared("fixtures/sony")
             let real = try ptpFixture("rocc-liveview-rx100m7-singleimage.bin", dir: sonyDir)
             #expect(ptpRD32(real, 0) == 136 && ptpRD32(real, 8) == 16 && ptpRD32(real, 12) == 120)
             var p = SonyPTPParser(transfer: .raw)

@@ -6,6 +6,7 @@ import LiveViewCore
 import Logging
 import NIOPosix
 import Testing
+import TestSupport
 
 typealias PTPFrameCollector = FrameCollector
 
@@ -105,4 +106,4 @@ func ptpKillAndRestart(_ kind: PTPEmulatorKind) async throws {
 }
 
 /// All PTP suites run one after the other (they measure frame rates on a 2-core machine).
-@Suite(.serialized) struct PTPTests {}
+@Suite(.serialized, .tags(.integration, .sanitized)) struct PTPTests {}

@@ -1,6 +1,7 @@
 @testable import CameraKit
 import Foundation
 import Testing
+import TestSupport
 
 /// The LUMIX ContentDirectory as the bodies answer it (panasonic.md §5): the DIDL-Lite arrives
 /// escaped inside the SOAP Result; older bodies list no names or sizes, newer ones put the file

@@ -3,8 +3,9 @@ import CameraKit
 import Foundation
 import LiveViewCore
 import Testing
+import TestSupport
 
-@Suite(.serialized) struct PanasonicControlTests {
+@Suite(.serialized, .tags(.integration, .sanitized)) struct PanasonicControlTests {
     @Test func everyCommonPropertyIsOneSetsettingWithPanasonicsValue() async throws {
         let s = try await PanasonicSetup.make()
         #expect(await s.collector.wait(for: 3))
@@ -259,6 +260,6 @@ struct PanasonicFixtureTests {
 }
 
 enum PanasonicFixtures {
-    static let dir = Shared.path("fixtures/panasonic")
-    static let capture = Shared.path("conformance/captures/lumix-af.pcap")
+    static let dir = Locations.shared("fixtures/panasonic")
+    static let capture = Locations.shared("conformance/captures/lumix-af.pcap")
 }

@@ -7,8 +7,9 @@ import LiveViewCore
 import Logging
 import NIOPosix
 import Testing
+import TestSupport
 
-@Suite(.serialized) struct PanasonicFaultTests {
+@Suite(.serialized, .tags(.integration, .sanitized)) struct PanasonicFaultTests {
     @Test func cameraKilledAndRestartedStreamsAgainWithinFiveSeconds() async throws {
         let s = try await PanasonicSetup.make()
         #expect(await s.collector.wait(for: 10))
@@ -64,18 +65,18 @@ import Testing
         let s = try await PanasonicSetup.make(keepAlive: .milliseconds(500))
         #expect(await s.collector.wait(for: 5))
         s.emulator.inject(.dropEveryNthDatagram(3))
-        try await Task.sleep(for: .milliseconds(300))
-        let n0 = s.collector.count
+        // Once a hole shows in the sequence numbers, 30 more frames: every datagram the camera did send
+        // arrived (the lost ones cost their frame, nothing more).
         let seq0 = s.collector.all.last?.seq ?? 0
-        try await Task.sleep(for: .seconds(2))
+        #expect(await waitUntil(timeout: 10) { s.collector.all.contains { ($0.seq ?? 0) > seq0 + 3 } })
+        let w = await FrameCollector.window(frames: 30, delivered: { s.driver.stats.frames }, sent: { s.emulator.framesSent })
         let got = s.collector.all.filter { ($0.seq ?? 0) > seq0 }
         await s.shutdown()
-        let fps = Double(s.collector.count - n0) / 2
-        #expect(fps > 15 && fps < 25, "two of three frames arrive: \(fps) fps")
+        #expect(w.complete && w.oneForOne, "the driver got \(w.delivered) of the \(w.sent) datagrams the camera sent")
         // The sequence numbers show the holes (every third one missing).
         let seqs = got.compactMap(\.seq)
         let holes = zip(seqs, seqs.dropFirst()).filter { $1 - $0 == 2 }.count
-        #expect(holes >= 15)
+        #expect(holes >= 10, "\(holes) holes in \(seqs.count) frames")
         #expect(s.driver.stats.reconnects == 0)
         #expect(s.emulator.requests(mode: "startstream").count == 1)
     }
@@ -190,7 +191,7 @@ func residentKiB() -> Int {
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
 }
 
-@Suite(.serialized) struct UDPSourceTests {
+@Suite(.serialized, .tags(.integration, .sanitized)) struct UDPSourceTests {
     @Test func aPortLearntFromTheFirstDatagramHoldsWhileTheCameraTalks() throws {
         var lock = UDPSourceLock(address: "127.0.0.1", takeover: .seconds(2))
         let camera = try SocketAddress(ipAddress: "127.0.0.1", port: 40000)

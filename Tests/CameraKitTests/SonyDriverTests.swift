@@ -6,6 +6,7 @@ import LiveViewCore
 import Logging
 import NIOPosix
 import Testing
+import TestSupport
 
 
 struct SonySetup {
@@ -37,7 +38,7 @@ struct SonySetup {
     }
 }
 
-@Suite(.serialized) struct SonyDriverTests {
+@Suite(.serialized, .tags(.integration, .sanitized)) struct SonyDriverTests {
     @Test func streamsFramesWithPTSSequenceAndAFAreas() async throws {
         let s = try await SonySetup.make()
         #expect(await s.collector.wait(for: 20))

@@ -1,6 +1,7 @@
 import JPEGKit
 import Foundation
 import Testing
+import TestSupport
 import LiveViewCore
 @testable import CameraWire
 

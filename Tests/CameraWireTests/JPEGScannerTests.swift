@@ -1,5 +1,6 @@
 @testable import JPEGKit
 import Testing
+import TestSupport
 @testable import CameraWire
 
 @Suite struct JPEGScannerTests {

@@ -1,5 +1,6 @@
 import JPEGKit
 import Testing
+import TestSupport
 import LiveViewCore
 @testable import CameraWire
 

@@ -1,6 +1,7 @@
 import JPEGKit
 import Foundation
 import Testing
+import TestSupport
 import LiveViewCore
 @testable import CameraWire
 
@@ -28,15 +29,9 @@ enum Fixtures {
         return [UInt8](d)
     }
 
-    /// `<repo root>/../shared` (the team's reference kit), or nil when it is not there.
-    static let sharedDirectory: URL? = {
-        // #filePath = <repo>/Tests/CameraWireTests/TestSupport.swift
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let shared = repo.deletingLastPathComponent().appendingPathComponent("shared")
-        return FileManager.default.fileExists(atPath: shared.appendingPathComponent("conformance/cases.tsv").path)
-            ? shared : nil
-    }()
+    /// The shared kit (`Locations.shared`: `<repo root>/../shared`; the team's reference kit), or nil when it is not there.
+    static let sharedDirectory: URL? =
+        Locations.sharedHas("conformance/cases.tsv") ? URL(fileURLWithPath: Locations.shared) : nil
 
     static var sharedAvailable: Bool {
         if sharedDirectory == nil {

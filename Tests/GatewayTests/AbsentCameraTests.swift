@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import Testing
+import TestSupport
 
 /// A TCP listener that accepts connections and never answers (a camera hanging mid-handshake).
 final class SilentListener: Sendable {
@@ -20,7 +21,7 @@ final class SilentListener: Sendable {
     func close() async { try? await channel.close() }
 }
 
-@Suite(.serialized) struct AbsentCameraTests {
+@Suite(.serialized, .tags(.integration, .sanitized)) struct AbsentCameraTests {
     /// Three cameras: one live, one refusing connections, one accepting TCP and never answering.
     /// Every mount answers at once; the absent ones show the slate with a reason in the API; the
     /// live camera's clients are not held up.
@@ -42,7 +43,7 @@ final class SilentListener: Sendable {
         try await gateway.start()
         defer { Task { await gateway.stop(); await emulator.stop(); await silent.close() } }
         let base = "rtsp://127.0.0.1:\(gateway.rtspPort)"
-        let ffmpeg = which("ffmpeg")!
+        let ffmpeg = Locations.program("ffmpeg")!
         // Without stream probing, ffmpeg exits after one picture: RTSP handshake plus the first frame.
         for (id, raw) in [("refused", false), ("hanging", false), ("hanging", true), ("live", false), ("refused", true)] {
             let start = Date()

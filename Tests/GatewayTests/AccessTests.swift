@@ -1,10 +1,11 @@
 import Foundation
 @testable import Gateway
 import Testing
+import TestSupport
 
 /// curl with extra arguments; the status code (0 when curl failed) and the body.
 func curl(_ args: [String]) async -> (status: Int, body: String) {
-    guard let curl = which("curl"),
+    guard let curl = Locations.program("curl"),
           let r = try? await runProcessAsync(curl, ["-s", "-m", "5", "-w", "\n%{http_code}"] + args, timeout: 10) else { return (0, "") }
     var lines = r.output.split(separator: "\n", omittingEmptySubsequences: false)
     let code = Int(lines.popLast() ?? "") ?? 0
@@ -40,7 +41,7 @@ struct AccessPolicyTests {
     }
 }
 
-@Suite("Access control", .serialized)
+@Suite("Access control", .serialized, .tags(.integration))
 struct AccessControlTests {
     @Test(.enabled(if: livegateBinary() != nil, "needs the livegate binary"))
     func theLANNeedsAToken() async throws {
@@ -54,7 +55,7 @@ struct AccessControlTests {
         #expect(made.status == 0 && made.output.trimmingCharacters(in: .whitespacesAndNewlines).count == 43, "\(made.output)")
     }
 
-    @Test(.enabled(if: livegateBinary() != nil && which("curl") != nil && which("ffprobe") != nil, "needs the livegate binary, curl and ffprobe"))
+    @Test(.enabled(if: livegateBinary() != nil && Locations.program("curl") != nil && Locations.program("ffprobe") != nil, "needs the livegate binary, curl and ffprobe"))
     func everyEndpointNeedsTheTokenAndRTSPItsPassword() async throws {
         let token = AccessPolicy.generateToken()
         let gw = try GatewayProcess(["--hls"], environment: ["LIVEGATE_TOKEN": token])
@@ -91,7 +92,7 @@ struct AccessControlTests {
         #expect(await curl(["-b", jar, base + "/api/v1/cameras"]).status == 200)
 
         // RTSP: user livegate with the token as password.
-        let ffprobe = which("ffprobe")!
+        let ffprobe = Locations.program("ffprobe")!
         let noAuth = try await runProcessAsync(ffprobe, ["-v", "error", "-rtsp_transport", "tcp", "rtsp://127.0.0.1:\(gw.rtsp)/cam0/raw"], timeout: 20)
         #expect(noAuth.status != 0 && noAuth.output.contains("401"), "\(noAuth.output)")
         let badAuth = try await runProcessAsync(ffprobe, ["-v", "error", "-rtsp_transport", "tcp",
@@ -106,7 +107,7 @@ struct AccessControlTests {
         await gw.stop()
     }
 
-    @Test(.enabled(if: livegateBinary() != nil && which("curl") != nil, "needs the livegate binary and curl"))
+    @Test(.enabled(if: livegateBinary() != nil && Locations.program("curl") != nil, "needs the livegate binary and curl"))
     func foreignHostsOriginsAndSimpleRequestsAreRefused() async throws {
         let gw = try GatewayProcess([])
         #expect(await gw.waitReady(), "\(gw.output)")
@@ -134,7 +135,7 @@ struct AccessControlTests {
         await gw.stop()
     }
 
-    @Test(.enabled(if: livegateBinary() != nil && which("curl") != nil, "needs the livegate binary and curl"))
+    @Test(.enabled(if: livegateBinary() != nil && Locations.program("curl") != nil, "needs the livegate binary and curl"))
     func onlyListedOriginsMayReadAcrossSites() async throws {
         let gw = try GatewayProcess(["--hls", "--allow-origin", "https://Studio.example/"])
         #expect(await gw.waitReady(), "\(gw.output)")
@@ -189,9 +190,9 @@ func secondsUntilClosed(port: Int, sending bytes: String, limit: Int, trickle: B
     }
 }
 
-@Suite("HTTP connection limits", .serialized)
+@Suite("HTTP connection limits", .serialized, .tags(.integration))
 struct HTTPConnectionLimitTests {
-    @Test(.enabled(if: livegateBinary() != nil && which("curl") != nil, "needs the livegate binary and curl"))
+    @Test(.enabled(if: livegateBinary() != nil && Locations.program("curl") != nil, "needs the livegate binary and curl"))
     func idleAndTricklingConnectionsCloseButStreamsGoOn() async throws {
         let gw = try GatewayProcess(["--http-idle-timeout", "2"])
         #expect(await gw.waitReady(), "\(gw.output)")
@@ -206,7 +207,7 @@ struct HTTPConnectionLimitTests {
         let trickled = await Task.detached { secondsUntilClosed(port: port, sending: head, limit: 10, trickle: true) }.value
         #expect(trickled != nil && trickled! < 6, "a trickled request head kept its connection (\(String(describing: trickled)))")
         // A stream being answered is not idle: MJPEG runs past the timeout until the client ends it.
-        let stream = try await runProcessAsync(which("curl")!, ["-s", "-m", "5", "-o", "/dev/null", "-w", "%{time_total}",
+        let stream = try await runProcessAsync(Locations.program("curl")!, ["-s", "-m", "5", "-o", "/dev/null", "-w", "%{time_total}",
                                                                "\(gw.api)/mjpeg/cam0"], timeout: 15)
         let lasted = Double(stream.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         #expect(lasted >= 4.5, "the MJPEG stream ended after \(lasted) s")

@@ -11,7 +11,7 @@ import TestSupport
 /// group was built with (the outputs, then the gateway that finishes recordings), and a camera
 /// removed by a reload is stopped at once without ending the group (its service idles until the
 /// group's shutdown reaches it, which then ends cleanly).
-@Suite(.timeLimit(.minutes(2))) struct CameraServiceTests {
+@Suite(.timeLimit(.minutes(2)), .tags(.integration, .sanitized)) struct CameraServiceTests {
     /// A service of the group, shut down after every camera service: what each camera's driver
     /// said when its turn came.
     struct Witness: Service {

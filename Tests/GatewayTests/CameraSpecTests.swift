@@ -1,6 +1,7 @@
 import CameraKit
 import Gateway
 import Testing
+import TestSupport
 
 @Suite struct CameraSpecTests {
     @Test func parsesSonyURLsAndNames() throws {

@@ -3,14 +3,15 @@ import Foundation
 import Gateway
 import LiveViewCore
 import Testing
+import TestSupport
 
 /// A Canon EOS over PTP/IP that livegate did not write: `Tests/Scripts/canon_cam.py`, written only
 /// from the protocol notes (ptp.md) by a session that never saw livegate's PTP code. It logs every
 /// object it made, served and let go (`objects.jsonl`) and every operation with the data sent
 /// (`requests.jsonl`), which is what these tests hold livegate against.
-@Suite(.serialized) struct CanonIndependentCameraTests {
-    static let script = repoRoot.appendingPathComponent("Tests/Scripts/canon_cam.py").path
-    static let usable = which("python3") != nil && which("ffmpeg") != nil && which("curl") != nil
+@Suite(.serialized, .tags(.integration)) struct CanonIndependentCameraTests {
+    static let script = Locations.repository.appendingPathComponent("Tests/Scripts/canon_cam.py").path
+    static let usable = Locations.program("python3") != nil && Locations.program("ffmpeg") != nil && Locations.program("curl") != nil
 
     static func camera(_ dir: URL, _ extra: [String] = []) async throws -> PythonCamera {
         try await PythonCamera(script: script, dir: dir, arguments: [

@@ -6,10 +6,11 @@ import NIOPosix
 import Logging
 @testable import Gateway
 import Testing
+import TestSupport
 
 /// Still capture end to end: the CLI fires the shutter of an emulated Sony camera through the API,
 /// the gateway fetches the picture and saves it byte for byte; a shot on the body arrives by itself.
-@Suite(.serialized) struct CaptureTests {
+@Suite(.serialized, .tags(.integration)) struct CaptureTests {
     func gateway(_ dir: URL) async throws -> (SonyEmulator, Gateway, Task<Void, any Error>, String) {
         let (emulator, gateway) = try await startSonyGateway(fps: 10, label: "capture") { $0.capturesDirectory = dir.path }
         let (server, base) = try await startAPIServer(gateway)
@@ -44,7 +45,7 @@ import Testing
         #expect(files.first?["sha256"] as? String == SHA256.hex(camera))
         #expect(files.first?["bytes"] as? Int == camera.count)
         #expect(try noPartialFiles(dir))
-        let list = try await runProcessAsync(which("curl") ?? "/usr/bin/curl", ["-s", "\(base)/api/v1/cameras/cam0/captures"], timeout: 10)
+        let list = try await runProcessAsync(Locations.program("curl") ?? "/usr/bin/curl", ["-s", "\(base)/api/v1/cameras/cam0/captures"], timeout: 10)
         #expect(list.output.contains("\"name\":\"\(name)\""), "\(list.output)")
         // Live view goes on after the shot.
         let before = gateway.cameras[0].driver.stats.frames
@@ -112,17 +113,17 @@ import Testing
         await emulator.stop()
     }
 
-    @Test(.enabled(if: which("curl") != nil, "needs curl"))
+    @Test(.enabled(if: Locations.program("curl") != nil, "needs curl"))
     func aRefusalIs409WithTheCamerasReasonAndLiveViewGoesOn() async throws {
         let dir = try temporaryDirectory("livegate-capture")
         defer { try? FileManager.default.removeItem(at: dir) }
         let (emulator, gateway, server, base) = try await gateway(dir)
         defer { server.cancel() }
         emulator.refuseShots("Card full")
-        let r = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "\(base)/api/v1/cameras/cam0/capture"], timeout: 30)
+        let r = try await runProcessAsync(Locations.program("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "\(base)/api/v1/cameras/cam0/capture"], timeout: 30)
         #expect(r.output.hasSuffix("\n409"), "\(r.output)")
         #expect(r.output.contains("Card full"), "\(r.output)")
-        let bad = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"autofocus": "yes"}"#,
+        let bad = try await runProcessAsync(Locations.program("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"autofocus": "yes"}"#,
                                                  "\(base)/api/v1/cameras/cam0/capture"], timeout: 30)
         #expect(bad.output.hasSuffix("\n400"), "\(bad.output)")
         #expect(gateway.captures(camera: "cam0").isEmpty)
@@ -137,7 +138,7 @@ import Testing
 /// The Bandit: photos taken with its button are fetched by themselves; livegate's shutter works in
 /// an image mode (`POST record`, the reading bandit.md leaves open) and is refused in video mode or
 /// when the camera answers the other way (starts a recording).
-@Suite(.serialized) struct BanditTransferTests {
+@Suite(.serialized, .tags(.integration)) struct BanditTransferTests {
     @Test func aPhotoTakenOnTheCameraIsFetchedByItselfAndTheShutterWorksInImageMode() async throws {
         let emu = BanditEmulator(port: 0, fps: 10, source: try TestPatternSource(width: 320, height: 240),
                                  group: MultiThreadedEventLoopGroup.singleton, sentFrameHistory: 0)

@@ -12,6 +12,7 @@ import Vendors
 import NIOCore
 import NIOPosix
 import Testing
+import TestSupport
 
 /// A control model around one real Sony driver talking to the real emulator over loopback.
 final class TestModel: ControlModel, @unchecked Sendable {
@@ -62,7 +63,7 @@ func jsonBody(_ response: TestResponse) -> Any? {
     try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))
 }
 
-@Suite(.serialized) struct ControlAPITests {
+@Suite(.serialized, .tags(.integration, .sanitized)) struct ControlAPITests {
     @Test func listsCamerasWithState() async throws {
         let model = try await TestModel()
         await model.waitForFrames()

@@ -10,11 +10,12 @@ import MediaKit
 import NIOCore
 import NIOPosix
 import Testing
+import TestSupport
 
 /// The whole path with real parts: Sony emulator → driver → hub → RTSP (both mounts), HLS and the
 /// recorder, read back with ffprobe/ffmpeg.
-@Suite(.serialized) struct EndToEndTests {
-    static let ffmpegPresent = which("ffmpeg") != nil && which("ffprobe") != nil
+@Suite(.serialized, .tags(.integration)) struct EndToEndTests {
+    static let ffmpegPresent = Locations.program("ffmpeg") != nil && Locations.program("ffprobe") != nil
 
     /// Collects every camera frame the hub publishes (lossless), to compare with the recording.
     /// Offline-slate frames (published once the camera stops while a viewer lingers) are counted
@@ -59,15 +60,15 @@ import Testing
 
         let rtsp = gateway.urls(for: cam)["rtsp"]!
         let raw = gateway.urls(for: cam)["rtspRaw"]!
-        let probeH264 = try runProcess(which("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-show_entries",
+        let probeH264 = try runProcess(Locations.program("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-show_entries",
                                                           "stream=codec_name,width,height", "-of", "csv=p=0", rtsp], timeout: 30)
         #expect(probeH264.output.contains("h264,320,240"), "\(probeH264.output)")
-        let probeRaw = try runProcess(which("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-show_entries",
+        let probeRaw = try runProcess(Locations.program("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-show_entries",
                                                          "stream=codec_name,width,height", "-of", "csv=p=0", raw], timeout: 30)
         #expect(probeRaw.output.contains("mjpeg,320,240"), "\(probeRaw.output)")
         // ffmpeg decodes 30 frames of each mount without errors.
         for url in [rtsp, raw] {
-            let r = try runProcess(which("ffmpeg")!, ["-v", "error", "-rtsp_transport", "tcp", "-i", url,
+            let r = try runProcess(Locations.program("ffmpeg")!, ["-v", "error", "-rtsp_transport", "tcp", "-i", url,
                                                       "-frames:v", "30", "-f", "null", "-"], timeout: 40)
             #expect(r.status == 0, "\(url): \(r.output)")
         }
@@ -75,7 +76,7 @@ import Testing
         let playlist = hlsDir.appendingPathComponent("cam0/index.m3u8").path
         #expect(!FileManager.default.fileExists(atPath: playlist), "HLS ran before anyone asked")
         #expect(await gateway.hlsRequest(camera: "cam0", playlist: true) == .ready)
-        let hlsProbe = try runProcess(which("ffprobe")!, ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", playlist], timeout: 30)
+        let hlsProbe = try runProcess(Locations.program("ffprobe")!, ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", playlist], timeout: 30)
         #expect(hlsProbe.output.contains("h264"), "\(hlsProbe.output)")
 
         let sentBeforeStop = emulator.framesSent
@@ -88,15 +89,16 @@ import Testing
         // The recording holds exactly the published JPEGs, byte for byte, with the camera's PTS.
         let segments = try FileManager.default.contentsOfDirectory(atPath: recDir.path).filter { $0.hasSuffix(".mkv") }.sorted()
         #expect(segments.count == 1)
-        let mkv = recDir.appendingPathComponent(segments[0]).path
+        let first = try #require(segments.first, "no recording segment in \(recDir.path)")
+        let mkv = recDir.appendingPathComponent(first).path
         let frameDir = try temporaryDirectory("livegate-frames")
-        let extract = try runProcess(which("ffmpeg")!, ["-v", "error", "-i", mkv, "-c", "copy", "-f", "image2",
+        let extract = try runProcess(Locations.program("ffmpeg")!, ["-v", "error", "-i", mkv, "-c", "copy", "-f", "image2",
                                                         frameDir.appendingPathComponent("f%05d.jpg").path], timeout: 60)
         #expect(extract.status == 0, "\(extract.output)")
         let files = try FileManager.default.contentsOfDirectory(atPath: frameDir.path).sorted()
         let recorded = try files.map { SHA256.hex(Array(try Data(contentsOf: frameDir.appendingPathComponent($0)))) }
         #expect(recorded == published.map(\.sha), "recorded JPEGs differ from what the camera sent")
-        let pts = try runProcess(which("ffprobe")!, ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time",
+        let pts = try runProcess(Locations.program("ffprobe")!, ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time",
                                                     "-of", "csv=p=0", mkv], timeout: 30)
         let recordedMs = pts.output.split(separator: "\n").compactMap { Double($0) }.map { Int64(($0 * 1000).rounded()) }
         #expect(recordedMs == published.compactMap { $0.pts.map { $0 / 1_000_000 } })

@@ -1,10 +1,11 @@
 import Foundation
 import Gateway
 import Testing
+import TestSupport
 
 /// `GET /api/v1/events` (Server-Sent Events) read with curl while the CLI changes a property.
-@Suite(.serialized) struct EventStreamTests {
-    @Test(.enabled(if: which("curl") != nil && livegateBinary() != nil, "needs curl and the livegate binary built by swift build"))
+@Suite(.serialized, .tags(.integration, .sanitized)) struct EventStreamTests {
+    @Test(.enabled(if: Locations.program("curl") != nil && livegateBinary() != nil, "needs curl and the livegate binary built by swift build"))
     func aPropertyChangeFromTheCLIIsAnEventWithinTwoSeconds() async throws {
         let (emulator, gateway) = try await startSonyGateway(fps: 10, label: "events")
         let (server, base) = try await startAPIServer(gateway)
@@ -17,7 +18,7 @@ import Testing
         // curl listens for 5 s (started without blocking one of the test's two threads); the CLI sets
         // the white balance 1 s in and returns well before curl stops: the event must be in the file.
         let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: which("curl")!)
+        curl.executableURL = URL(fileURLWithPath: Locations.program("curl")!)
         curl.arguments = ["-s", "-N", "--max-time", "5", "-o", out, "\(base)/api/v1/events"]
         try curl.run()
         try await Task.sleep(for: .seconds(1))
@@ -53,12 +54,12 @@ import Testing
     func listen(_ url: String, seconds: Int, lastEventID: Int? = nil, into out: String) async throws {
         var args = ["-s", "-N", "--max-time", "\(seconds)", "-o", out]
         if let lastEventID { args += ["-H", "Last-Event-ID: \(lastEventID)"] }
-        _ = try await runProcessAsync(which("curl")!, args + [url], timeout: Double(seconds + 20))
+        _ = try await runProcessAsync(Locations.program("curl")!, args + [url], timeout: Double(seconds + 20))
     }
 
     /// Recording segments are events (started, finished with their frame count), and a client
     /// that comes back with Last-Event-ID first gets exactly the events it missed, in order.
-    @Test(.enabled(if: which("curl") != nil, "needs curl"))
+    @Test(.enabled(if: Locations.program("curl") != nil, "needs curl"))
     func recordingSegmentsAreEventsAndAReconnectGetsWhatItMissed() async throws {
         let rec = try temporaryDirectory("livegate-events-rec")
         defer { try? FileManager.default.removeItem(at: rec) }

@@ -1,10 +1,11 @@
 import Foundation
 import Gateway
 import Testing
+import TestSupport
 
 /// `livegate events --camera cam0` prints the event stream as JSON Lines; a capture is one of them.
-@Suite(.serialized) struct EventsCLITests {
-    @Test(.enabled(if: livegateBinary() != nil && which("curl") != nil, "needs the livegate binary and curl"))
+@Suite(.serialized, .tags(.integration)) struct EventsCLITests {
+    @Test(.enabled(if: livegateBinary() != nil && Locations.program("curl") != nil, "needs the livegate binary and curl"))
     func theCLIPrintsACaptureEventForItsCamera() async throws {
         let (emulator, gateway) = try await startSonyGateway(fps: 10, label: "events-cli")
         let (server, base) = try await startAPIServer(gateway)
@@ -36,7 +37,7 @@ import Testing
         #expect(lines().allSatisfy { ($0["camera"] as? String ?? "cam0") == "cam0" })
         cli.terminate()
         try? out.close()
-        let unknown = try await runProcessAsync(which("curl")!, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(base)/api/v1/events?camera=nope"])
+        let unknown = try await runProcessAsync(Locations.program("curl")!, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(base)/api/v1/events?camera=nope"])
         #expect(unknown.output == "404")
         server.cancel()
         await gateway.stop()

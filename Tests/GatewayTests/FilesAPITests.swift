@@ -6,11 +6,12 @@ import JPEGKit
 import Logging
 import NIOPosix
 import Testing
+import TestSupport
 
 /// The card through the API and the CLI, against the emulated Olympus card: listing, whole and
 /// ranged downloads byte for byte, and paths that try to leave the card.
-@Suite(.serialized) struct FilesAPITests {
-    static let curl = which("curl")
+@Suite(.serialized, .tags(.integration)) struct FilesAPITests {
+    static let curl = Locations.program("curl")
 
     func start() async throws -> (OlympusEmulator, Gateway, Task<Void, any Error>, String) {
         let emu = try OlympusEmulator(group: MultiThreadedEventLoopGroup.singleton)

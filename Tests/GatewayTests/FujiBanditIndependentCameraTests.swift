@@ -1,18 +1,19 @@
 import Foundation
 import Gateway
 import Testing
+import TestSupport
 
 /// Fujifilm X (its own TCP dialect: `Tests/Scripts/fuji_cam.py`, from ptp.md) and TomTom Bandit
 /// (REST, UDP viewfinder, backchannel: `Tests/Scripts/bandit_cam.py`, from bandit.md), cameras
 /// written from the protocol notes alone by sessions that never saw livegate's vendor code.
-@Suite(.serialized) struct FujiBanditIndependentCameraTests {
-    static let usable = which("python3") != nil && which("ffmpeg") != nil && which("curl") != nil
+@Suite(.serialized, .tags(.integration)) struct FujiBanditIndependentCameraTests {
+    static let usable = Locations.program("python3") != nil && Locations.program("ffmpeg") != nil && Locations.program("curl") != nil
 
     @Test(.enabled(if: usable, "needs python3, ffmpeg and curl"))
     func captureBodyShotAndCardAgainstAnIndependentFujifilm() async throws {
         let dir = try temporaryDirectory("livegate-fuji-independent")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let camera = try await PythonCamera(script: repoRoot.appendingPathComponent("Tests/Scripts/fuji_cam.py").path, dir: dir, arguments: [
+        let camera = try await PythonCamera(script: Locations.repository.appendingPathComponent("Tests/Scripts/fuji_cam.py").path, dir: dir, arguments: [
             "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--fps", "15",
         ], portFlag: "--port", readyPrefix: "ready fuji=")
         let p = camera.port
@@ -28,7 +29,7 @@ import Testing
     func captureBodyShotAndCardAgainstAnIndependentBandit() async throws {
         let dir = try temporaryDirectory("livegate-bandit-independent")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let camera = try await PythonCamera(script: repoRoot.appendingPathComponent("Tests/Scripts/bandit_cam.py").path, dir: dir, arguments: [
+        let camera = try await PythonCamera(script: Locations.repository.appendingPathComponent("Tests/Scripts/bandit_cam.py").path, dir: dir, arguments: [
             "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--fps", "15", "--notify-port", "0",
         ])
         let mode = try await curlGet("http://127.0.0.1:\(camera.port)/api/2/settings/image", ["-X", "PUT"])
@@ -44,7 +45,7 @@ import Testing
     func aShotWhoseTransferBrokeIsSavedWholeFromAnIndependentFujifilm() async throws {
         let dir = try temporaryDirectory("livegate-fuji-broken")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let camera = try await PythonCamera(script: repoRoot.appendingPathComponent("Tests/Scripts/fuji_cam.py").path, dir: dir, arguments: [
+        let camera = try await PythonCamera(script: Locations.repository.appendingPathComponent("Tests/Scripts/fuji_cam.py").path, dir: dir, arguments: [
             "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--fps", "15", "--break-transfer-once",
         ], portFlag: "--port", readyPrefix: "ready fuji=")
         let p = camera.port
@@ -57,7 +58,7 @@ import Testing
     func aShotWhoseTransferBrokeIsSavedWholeFromAnIndependentBandit() async throws {
         let dir = try temporaryDirectory("livegate-bandit-broken")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let camera = try await PythonCamera(script: repoRoot.appendingPathComponent("Tests/Scripts/bandit_cam.py").path, dir: dir, arguments: [
+        let camera = try await PythonCamera(script: Locations.repository.appendingPathComponent("Tests/Scripts/bandit_cam.py").path, dir: dir, arguments: [
             "--objects-log", dir.appendingPathComponent("objects.jsonl").path, "--fps", "15", "--notify-port", "0", "--break-transfer-once",
         ])
         let mode = try await curlGet("http://127.0.0.1:\(camera.port)/api/2/settings/image", ["-X", "PUT"])

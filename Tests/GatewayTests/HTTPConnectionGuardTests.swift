@@ -5,10 +5,11 @@ import NIOEmbedded
 import NIOHTTP1
 import NIOHTTPTypes
 import Testing
+import TestSupport
 
 /// The HTTP connection watch on an `EmbeddedChannel`, whose event loop's clock the test moves:
 /// every deadline and count, without sockets or waiting.
-@Suite("HTTP connection guard")
+@Suite("HTTP connection guard", .tags(.sanitized))
 struct HTTPConnectionGuardTests {
     private func connection(_ guard: HTTPConnectionGuard) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel(handler: HTTPConnectionWatch(guard: `guard`))

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import LiveViewCore
 import Testing
+import TestSupport
 
 /// What the tests against a camera livegate did not write (`Tests/Scripts/*_cam.py`) check once the
 /// gateway streams from it: a remote capture and a shot with the body's button (SIGUSR1) saved
@@ -165,7 +166,7 @@ final class EventListener: Sendable {
     init(url: String, into file: URL) throws {
         self.file = file
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: which("curl") ?? "/usr/bin/curl")
+        p.executableURL = URL(fileURLWithPath: Locations.program("curl") ?? "/usr/bin/curl")
         p.arguments = ["-s", "-N", "--max-time", "600", "-o", file.path, url]
         try p.run()
         process = p

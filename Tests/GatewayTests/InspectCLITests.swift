@@ -2,6 +2,7 @@ import CameraEmulators
 import CameraWire
 import Foundation
 import Testing
+import TestSupport
 
 /// `livegate inspect` on Olympus live view, through the real binary: frames rebuilt from a pcap and
 /// from an RFC 4571 datagram dump are the camera's JPEGs; a damaged input is reported, not crashed on.

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The processes stop like services: SIGTERM (or SIGINT) shuts everything down gracefully and the
 /// process exits 0 soon after, with what it was writing finished.
-@Suite(.serialized) struct LifecycleTests {
+@Suite(.serialized, .tags(.integration)) struct LifecycleTests {
     /// Waits for `process` to exit; the seconds it took (nil when it did not within `timeout`).
     static func secondsToExit(_ process: Process, timeout: Double) async -> Double? {
         let start = Date()
@@ -19,7 +20,7 @@ import Testing
         #expect(await gw.waitReady(), "livegate did not start: \(gw.output)")
         // A viewer on the raw mount while the recording runs.
         let viewer = Process()
-        viewer.executableURL = URL(fileURLWithPath: which("ffmpeg")!)
+        viewer.executableURL = URL(fileURLWithPath: Locations.program("ffmpeg")!)
         viewer.arguments = ["-nostdin", "-v", "error", "-rtsp_transport", "tcp", "-i", "rtsp://127.0.0.1:\(gw.rtsp)/cam0/raw",
                             "-f", "null", "-"]
         viewer.standardOutput = FileHandle.nullDevice
@@ -46,11 +47,11 @@ import Testing
         let segments = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".mkv") }
         #expect(segments.count == 1, "segments: \(segments)")
         let mkv = dir.appendingPathComponent(segments.first ?? "none").path
-        let probe = try await runProcessAsync(which("ffprobe")!, ["-v", "error", "-show_entries", "format=duration",
+        let probe = try await runProcessAsync(Locations.program("ffprobe")!, ["-v", "error", "-show_entries", "format=duration",
                                                                   "-of", "csv=p=0", mkv], timeout: 30)
         let duration = Double(probe.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         #expect(duration >= 1, "duration \(probe.output)")
-        let decode = try await runProcessAsync(which("ffmpeg")!, ["-v", "error", "-i", mkv, "-f", "null", "-"], timeout: 60)
+        let decode = try await runProcessAsync(Locations.program("ffmpeg")!, ["-v", "error", "-i", mkv, "-f", "null", "-"], timeout: 60)
         #expect(decode.status == 0 && decode.output.isEmpty, "decode: \(decode.output)")
         await gw.stop()
     }

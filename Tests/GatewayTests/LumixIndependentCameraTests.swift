@@ -1,13 +1,14 @@
 import Foundation
 import Gateway
 import Testing
+import TestSupport
 
 /// A Panasonic LUMIX that livegate did not write: `Tests/Scripts/lumix_cam.py` (cam.cgi, UDP live
 /// view, the card through UPnP ContentDirectory), written only from the protocol notes
 /// (panasonic.md) by a session that never saw livegate's Panasonic code.
-@Suite(.serialized) struct LumixIndependentCameraTests {
-    static let script = repoRoot.appendingPathComponent("Tests/Scripts/lumix_cam.py").path
-    static let usable = which("python3") != nil && which("ffmpeg") != nil && which("curl") != nil
+@Suite(.serialized, .tags(.integration)) struct LumixIndependentCameraTests {
+    static let script = Locations.repository.appendingPathComponent("Tests/Scripts/lumix_cam.py").path
+    static let usable = Locations.program("python3") != nil && Locations.program("ffmpeg") != nil && Locations.program("curl") != nil
 
     /// `IndependentCameraChecks` on a flat card and on one grouped by shooting day.
     @Test(.enabled(if: usable, "needs python3, ffmpeg and curl"), arguments: [false, true])

@@ -8,11 +8,12 @@ import LiveViewCore
 import Logging
 import NIOPosix
 import Testing
+import TestSupport
 
 /// MJPEG over HTTP and snapshots, read with curl: Sony emulator → driver → hub → JPEG branch →
 /// `/mjpeg/{camera}` and `/snapshot/{camera}.jpg`.
-@Suite(.serialized) struct MJPEGTests {
-    static let curl = which("curl")
+@Suite(.serialized, .tags(.integration, .sanitized)) struct MJPEGTests {
+    static let curl = Locations.program("curl")
 
     /// Splits a `multipart/x-mixed-replace` body into its parts' (headers, body).
     static func parts(_ data: [UInt8], boundary: String) -> [(headers: String, body: [UInt8])] {

@@ -3,15 +3,16 @@ import Foundation
 import Gateway
 import LiveViewCore
 import Testing
+import TestSupport
 
 /// A Nikon over PTP/IP that livegate did not write: `Tests/Scripts/nikon_cam.py`, written only from
 /// the protocol notes (ptp.md) by a session that never saw livegate's PTP code. It logs every
 /// object it put on its card or in SDRAM and every byte range it served (`objects.jsonl`), which is
 /// what these tests hold the saved files and downloads against.
-@Suite(.serialized) struct NikonIndependentCameraTests {
-    static let script = repoRoot.appendingPathComponent("Tests/Scripts/nikon_cam.py").path
-    static let curl = which("curl")
-    static let usable = which("python3") != nil && which("ffmpeg") != nil && curl != nil
+@Suite(.serialized, .tags(.integration)) struct NikonIndependentCameraTests {
+    static let script = Locations.repository.appendingPathComponent("Tests/Scripts/nikon_cam.py").path
+    static let curl = Locations.program("curl")
+    static let usable = Locations.program("python3") != nil && Locations.program("ffmpeg") != nil && curl != nil
 
     static func camera(_ dir: URL, _ extra: [String] = []) async throws -> PythonCamera {
         try await PythonCamera(script: script, dir: dir, arguments: [

@@ -12,8 +12,8 @@ import Testing
 /// Olympus through the whole gateway, checked against what the emulated camera sent: the recording
 /// byte for byte, the AF boxes, `livegate set` as exactly one `set_camprop`, and one RTSP client that
 /// sees the camera again after it was killed and restarted.
-@Suite(.serialized) struct OlympusGatewayTests {
-    static let ffmpegPresent = which("ffmpeg") != nil && which("ffprobe") != nil
+@Suite(.serialized, .tags(.integration)) struct OlympusGatewayTests {
+    static let ffmpegPresent = Locations.program("ffmpeg") != nil && Locations.program("ffprobe") != nil
 
     /// Every camera frame the hub publishes, with its AF boxes.
     final class Tap: @unchecked Sendable {
@@ -83,7 +83,7 @@ import Testing
         #expect(segments.count == 1)
         let frameDir = try temporaryDirectory("livegate-olympus-frames")
         defer { try? FileManager.default.removeItem(at: frameDir) }
-        let extract = try await runProcessAsync(which("ffmpeg")!, ["-v", "error", "-i", recDir.appendingPathComponent(segments[0]).path,
+        let extract = try await runProcessAsync(Locations.program("ffmpeg")!, ["-v", "error", "-i", recDir.appendingPathComponent(segments[0]).path,
                                                                    "-c", "copy", "-f", "image2", frameDir.appendingPathComponent("f%05d.jpg").path])
         #expect(extract.status == 0, "\(extract.output)")
         let recorded = try FileManager.default.contentsOfDirectory(atPath: frameDir.path).sorted()
@@ -235,14 +235,14 @@ import Testing
         #expect(await waitUntil(timeout: 15) { cam.driver.stats.frames > 10 })
         let urls = gateway.urls(for: cam)
         func size(_ url: String) async throws -> String {
-            try await runProcessAsync(which("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-select_streams", "v:0",
+            try await runProcessAsync(Locations.program("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-select_streams", "v:0",
                                                           "-show_entries", "stream=width,height", "-of", "csv=p=0", url], timeout: 60).output
         }
         let h264 = try await size(try #require(urls["rtsp"]))
         #expect(h264.contains("480,640"), "H.264: \(h264)")
         let raw = try await size(try #require(urls["rtspRaw"]))
         #expect(raw.contains("640,480"), "raw: \(raw)")
-        let json = try await runProcessAsync(which("curl")!, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 30).output
+        let json = try await runProcessAsync(Locations.program("curl")!, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 30).output
         let obj = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
         #expect(obj?["rotation"] as? Int == 90, "\(json.prefix(600))")
         await gateway.stop()

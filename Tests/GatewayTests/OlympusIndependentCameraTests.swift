@@ -3,14 +3,15 @@ import Foundation
 import Gateway
 import LiveViewCore
 import Testing
+import TestSupport
 
 /// Olympus against a camera livegate did not write: `Tests/Scripts/olympus_cam.py`, written only from
 /// the protocol notes (olympus.md) by a session that never saw livegate's Olympus code, with its
 /// own choices where the notes are UNCONFIRMED. It logs every HTTP request and every frame it sends
 /// (frame number, SHA-256, the AF box it put in TLV 2), which is what these tests check against.
-@Suite(.serialized) struct OlympusIndependentCameraTests {
-    static let script = repoRoot.appendingPathComponent("Tests/Scripts/olympus_cam.py").path
-    static let usable = which("python3") != nil && which("ffmpeg") != nil && which("ffprobe") != nil
+@Suite(.serialized, .tags(.integration)) struct OlympusIndependentCameraTests {
+    static let script = Locations.repository.appendingPathComponent("Tests/Scripts/olympus_cam.py").path
+    static let usable = Locations.program("python3") != nil && Locations.program("ffmpeg") != nil && Locations.program("ffprobe") != nil
 
     /// The Python camera as a child process.
     final class PyCamera: Sendable {
@@ -71,13 +72,13 @@ import Testing
         // ≥ 29 fps on /cam0/raw at 640×480: six seconds of stream time (the gateway's clock).
         let raw = try #require(gateway.urls(for: cam)["rtspRaw"])
         let md5 = dir.appendingPathComponent("raw.framemd5").path
-        let r = try await runProcessAsync(which("ffmpeg")!, ["-v", "error", "-rtsp_transport", "tcp", "-i", raw, "-t", "6",
+        let r = try await runProcessAsync(Locations.program("ffmpeg")!, ["-v", "error", "-rtsp_transport", "tcp", "-i", raw, "-t", "6",
                                                             "-c", "copy", "-f", "framemd5", md5], timeout: 60)
         #expect(r.status == 0, "\(r.output)")
         let rtspFrames = ((try? String(contentsOfFile: md5, encoding: .utf8)) ?? "").split(separator: "\n").filter { !$0.hasPrefix("#") }.count
         print("olympus (independent camera): \(rtspFrames) frames in 6 s on /cam0/raw")
         #expect(rtspFrames >= 174, "\(rtspFrames) frames in 6 s: below 29 fps")
-        let probe = try await runProcessAsync(which("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-select_streams", "v:0",
+        let probe = try await runProcessAsync(Locations.program("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-select_streams", "v:0",
                                                                  "-show_entries", "stream=width,height", "-of", "csv=p=0", raw], timeout: 60)
         #expect(probe.output.contains("640,480"), "\(probe.output)")
 
@@ -123,7 +124,7 @@ import Testing
         #expect(segments.count == 1, "\(segments)")
         let frameDir = dir.appendingPathComponent("extracted")
         try FileManager.default.createDirectory(at: frameDir, withIntermediateDirectories: true)
-        let extract = try await runProcessAsync(which("ffmpeg")!, ["-v", "error", "-i", recDir.appendingPathComponent(segments[0]).path,
+        let extract = try await runProcessAsync(Locations.program("ffmpeg")!, ["-v", "error", "-i", recDir.appendingPathComponent(segments[0]).path,
                                                                    "-c", "copy", "-f", "image2", frameDir.appendingPathComponent("f%05d.jpg").path])
         #expect(extract.status == 0, "\(extract.output)")
         let recorded = try FileManager.default.contentsOfDirectory(atPath: frameDir.path).sorted()
@@ -182,7 +183,7 @@ import Testing
     }
 
     /// The first download of a shot cut half-way (`IndependentCameraChecks.brokenTransfer`).
-    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg, ffprobe and curl"))
+    @Test(.enabled(if: usable && Locations.program("curl") != nil, "needs python3, ffmpeg, ffprobe and curl"))
     func aShotWhoseDownloadBrokeIsSavedWhole() async throws {
         let dir = try temporaryDirectory("livegate-olympus-broken")
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import NIOPosix
 import Testing
+import TestSupport
 
 /// A TCP port that was free a moment ago (bound to 0 and closed).
 func freePort() throws -> Int {
@@ -63,7 +64,7 @@ final class GatewayProcess: @unchecked Sendable {  // the Process is only touche
 
 /// GET a URL; the body as text (nil on failure).
 func httpGet(_ url: String, method: String = "GET") async -> (status: Int, body: String)? {
-    guard let curl = which("curl"),
+    guard let curl = Locations.program("curl"),
           let r = try? await runProcessAsync(curl, ["-s", "-m", "10", "-X", method, "-H", "Content-Type: application/json",
                                                     "-w", "\n%{http_code}", url], timeout: 15),
           r.status == 0 else { return nil }
@@ -164,15 +165,15 @@ struct ConfigFileTests {
 
     @Test func theShippedExampleLoads() throws {
         // livegate's own parser: every key known, every value acceptable (deploy_check.sh leaves it here).
-        let c = try ConfigFile.load(path: repoRoot.appendingPathComponent("deploy/livegate.yaml").path)
+        let c = try ConfigFile.load(path: Locations.repository.appendingPathComponent("deploy/livegate.yaml").path)
         #expect(try c.cameraSpecs().count >= 1)
         #expect(c.cameras?.allSatisfy { $0.name != nil } == true, "every example camera has a name")
     }
 }
 
-@Suite("Operations", .serialized)
+@Suite("Operations", .serialized, .tags(.integration))
 struct OperationsTests {
-    @Test(.enabled(if: livegateBinary() != nil && which("ffprobe") != nil, "needs the livegate binary and ffprobe"))
+    @Test(.enabled(if: livegateBinary() != nil && Locations.program("ffprobe") != nil, "needs the livegate binary and ffprobe"))
     func runWithAConfigFileServesBothCamerasAndReloadsOnSIGHUP() async throws {
         // One camera by its URL (an emulator of ours on loopback), one emulated in-process.
         let sony = SonyEmulator(port: 0, fps: 30, source: try TestPatternSource(width: 320, height: 240),
@@ -187,7 +188,7 @@ struct OperationsTests {
         #expect(await gw.waitReady(), "\(gw.output)")
         #expect(await cameraIDs(gw.api) == ["left", "right"])
         for (id, size) in [("left", "320,240"), ("right", "768,432")] {
-            let probe = try await runProcessAsync(which("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-select_streams", "v",
+            let probe = try await runProcessAsync(Locations.program("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp", "-select_streams", "v",
                                                                      "-show_entries", "stream=width,height", "-of", "csv=p=0",
                                                                      "rtsp://127.0.0.1:\(gw.rtsp)/\(id)/raw"], timeout: 20)
             #expect(probe.status == 0 && probe.output.contains(size), "\(id): \(probe.output)")
@@ -215,7 +216,7 @@ struct OperationsTests {
         #expect(await waitUntil(timeout: 10) { count() >= before + 30 }, "left stalled at \(count()) after the reload")
         #expect(client.isRunning)
         client.terminate()
-        let gone = try await runProcessAsync(which("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp",
+        let gone = try await runProcessAsync(Locations.program("ffprobe")!, ["-v", "error", "-rtsp_transport", "tcp",
                                                                 "rtsp://127.0.0.1:\(gw.rtsp)/right/raw"], timeout: 20)
         #expect(gone.status != 0, "the removed camera's mount still answers")
 
@@ -239,12 +240,12 @@ struct OperationsTests {
         #expect(r.output.contains("Error: \(file.path):5: cameras[0].overlay: must be af or none, got 'boxes'"), "\(r.output)")
     }
 
-    @Test(.enabled(if: livegateBinary() != nil && which("python3") != nil && which("ffmpeg") != nil, "needs the livegate binary, python3 and ffmpeg"))
+    @Test(.enabled(if: livegateBinary() != nil && Locations.program("python3") != nil && Locations.program("ffmpeg") != nil, "needs the livegate binary, python3 and ffmpeg"))
     func metricsParseWithAPrometheusTextParser() async throws {
         let gw = try GatewayProcess([])
         #expect(await gw.waitReady(), "\(gw.output)")
         // Some frames and one H.264 viewer, so counters and the latency histogram move.
-        let probe = try await runProcessAsync(which("ffmpeg")!, ["-v", "error", "-rtsp_transport", "tcp",
+        let probe = try await runProcessAsync(Locations.program("ffmpeg")!, ["-v", "error", "-rtsp_transport", "tcp",
                                                                 "-i", "rtsp://127.0.0.1:\(gw.rtsp)/cam0", "-t", "2", "-f", "null", "-"], timeout: 30)
         #expect(probe.status == 0, "\(probe.output)")
         let script = """
@@ -255,7 +256,7 @@ struct OperationsTests {
             out = {n: {"type": f.type, "samples": [[s.name, s.labels, s.value] for s in f.samples]} for n, f in fams.items() if n.startswith("livegate_")}
             print(json.dumps(out))
             """
-        let r = try await runProcessAsync(which("python3")!, ["-c", script, gw.api], timeout: 30)
+        let r = try await runProcessAsync(Locations.program("python3")!, ["-c", script, gw.api], timeout: 30)
         #expect(r.status == 0, "\(r.output)")
         let fams = (try? JSONSerialization.jsonObject(with: Data(r.output.utf8)) as? [String: [String: Any]]) ?? [:]
         #expect(fams.count >= 5, "\(fams.keys.sorted())")
@@ -328,9 +329,9 @@ struct OperationsTests {
         #expect(env.status != 0 && env.output.contains("Error: environment: LIVEGATE_HTTP_PORT: must be a whole number, got 'eighty'"), "\(env.output)")
     }
 
-    @Test(.enabled(if: which("bash") != nil, "needs bash"))
+    @Test(.enabled(if: Locations.program("bash") != nil, "needs bash"))
     func deployFilesVerify() async throws {
-        let r = try await runProcessAsync("/bin/bash", [repoRoot.appendingPathComponent("Tests/Scripts/deploy_check.sh").path], timeout: 60)
+        let r = try await runProcessAsync("/bin/bash", [Locations.repository.appendingPathComponent("Tests/Scripts/deploy_check.sh").path], timeout: 60)
         #expect(r.status == 0, "\(r.output)")
         #expect(r.output.contains("PASS unit: systemd-analyze verify") || r.output.contains("SKIP unit"), "\(r.output)")
         #expect(!r.output.contains("FAIL"), "\(r.output)")

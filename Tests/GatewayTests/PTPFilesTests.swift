@@ -5,13 +5,14 @@ import Foundation
 import Gateway
 import NIOPosix
 import Testing
+import TestSupport
 
 /// The card of PTP/IP cameras (standard operations, ptp.md §8.1) through the API, against the
 /// emulated Nikon, Canon and Fujifilm cards: listing with folder paths, downloads byte for byte (a
 /// 2.5 MB movie in 1 MiB GetPartialObject blocks, each download asking for its own object only),
 /// ranges, and a Sony's card in its contents-transfer mode.
-@Suite(.serialized) struct PTPFilesTests {
-    static let curl = which("curl")
+@Suite(.serialized, .tags(.integration)) struct PTPFilesTests {
+    static let curl = Locations.program("curl")
 
     func get(_ url: String, _ extra: [String] = []) async throws -> (code: String, body: [UInt8]) { try await curlGet(url, extra) }
 

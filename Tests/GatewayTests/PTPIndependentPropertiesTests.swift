@@ -2,13 +2,14 @@ import CameraKit
 import Foundation
 import Gateway
 import Testing
+import TestSupport
 
 /// The common property vocabulary against PTP/IP cameras livegate did not write (`nikon_cam.py`,
 /// `canon_cam.py`, from ptp.md §3): each value set is sent as the camera's own code and value (the
 /// cameras refuse a value outside their lists), logged by the camera, and read back in the
 /// vocabulary's words.
-@Suite(.serialized) struct PTPIndependentPropertiesTests {
-    static let usable = which("python3") != nil && which("ffmpeg") != nil
+@Suite(.serialized, .tags(.integration)) struct PTPIndependentPropertiesTests {
+    static let usable = Locations.program("python3") != nil && Locations.program("ffmpeg") != nil
 
     struct Wanted: Sendable {
         let name: PropertyName
@@ -22,7 +23,7 @@ import Testing
                                _ check: (PythonCamera, Wanted) -> Bool) async throws {
         let dir = try temporaryDirectory("livegate-ptp-props-\(scheme)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let camera = try await PythonCamera(script: repoRoot.appendingPathComponent("Tests/Scripts/\(script)").path, dir: dir,
+        let camera = try await PythonCamera(script: Locations.repository.appendingPathComponent("Tests/Scripts/\(script)").path, dir: dir,
                                             arguments: ["--size", "640x424", "--fps", "15"], portFlag: "--port", readyPrefix: "ready ptpip=")
         let gateway = try await startGateway(camera: "\(scheme)://127.0.0.1:\(camera.port)", label: "ptp-props-\(scheme)")
         let cam = try #require(gateway.cameras.first)

@@ -2,13 +2,14 @@ import Foundation
 import Gateway
 import MediaKit
 import Testing
+import TestSupport
 
 /// The page at `/` in a real browser: Debian's Chromium driven by Playwright (Tests/Scripts/page_test.py)
 /// against a gateway on the Sony emulator. Screenshots stay in .build/test-artifacts/page/.
-@Suite(.serialized) struct PageTests {
-    static let script = repoRoot.appendingPathComponent("Tests/Scripts/page_test.py").path
+@Suite(.serialized, .tags(.integration)) struct PageTests {
+    static let script = Locations.repository.appendingPathComponent("Tests/Scripts/page_test.py").path
     static let usable: Bool = {
-        guard let python = which("python3"), FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"),
+        guard let python = Locations.program("python3"), Locations.program("chromium") != nil,
               GStreamerRuntime.hasElement("webrtcbin"), GStreamerRuntime.hasElement("nicesrc") else { return false }
         return (try? runProcess(python, ["-c", "import playwright"], timeout: 60).status) == 0
     }()
@@ -18,14 +19,15 @@ import Testing
         let (emulator, gateway) = try await startSonyGateway(fps: 30, label: "page")
         let (server, base) = try await startAPIServer(gateway)
         defer { server.cancel() }
-        let shots = repoRoot.appendingPathComponent(".build/test-artifacts/page").path
+        let shots = Locations.repository.appendingPathComponent(".build/test-artifacts/page").path
         let handshake = try temporaryDirectory("livegate-page")
         defer { try? FileManager.default.removeItem(at: handshake) }
         // The script runs beside the test (not blocking one of its two threads); once it says so, the
         // camera stops, and the script watches the page show it.
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: which("python3")!)
+        p.executableURL = URL(fileURLWithPath: Locations.program("python3")!)
         p.arguments = [Self.script, base, shots, handshake.path]
+        p.environment = ProcessInfo.processInfo.environment.merging(["LIVEGATE_CHROMIUM": Locations.program("chromium")!]) { $1 }
         let pipe = Pipe()
         p.standardOutput = pipe
         p.standardError = pipe

@@ -5,13 +5,14 @@ import Foundation
 import Gateway
 import NIOPosix
 import Testing
+import TestSupport
 
 /// A LUMIX body's other half through the gateway, against the emulated body: the shutter (record
 /// mode), the new shot found in play mode and fetched byte for byte, a shot on the body fetched by
 /// itself, the card listed and downloaded (whole, ranged, thumbnails), a refusal as the camera's
 /// reason, and the live view back after every trip to play mode.
-@Suite(.serialized) struct PanasonicCardGatewayTests {
-    static let curl = which("curl")
+@Suite(.serialized, .tags(.integration)) struct PanasonicCardGatewayTests {
+    static let curl = Locations.program("curl")
 
     func emulator(_ configure: (inout PanasonicEmulator.Configuration) -> Void = { _ in }) async throws -> PanasonicEmulator {
         var config = PanasonicEmulator.Configuration()

@@ -2,6 +2,7 @@ import CameraEmulators
 import Foundation
 import NIOPosix
 import Testing
+import TestSupport
 
 /// A private PipeWire session (dbus-daemon, pipewire, wireplumber) run by `Tests/Scripts/pipewire_webcam.py`.
 final class PipeWireSession: @unchecked Sendable {  // the Process is only touched by the test's task
@@ -9,11 +10,11 @@ final class PipeWireSession: @unchecked Sendable {  // the Process is only touch
     let dir: URL
     let log: URL
     private(set) var environment: [String: String] = [:]
-    static let script = repoRoot.appendingPathComponent("Tests/Scripts/pipewire_webcam.py").path
+    static let script = Locations.repository.appendingPathComponent("Tests/Scripts/pipewire_webcam.py").path
 
     static var available: Bool {
-        which("python3") != nil && which("pipewire") != nil && which("wireplumber") != nil && which("dbus-daemon") != nil
-            && which("gst-launch-1.0") != nil
+        Locations.program("python3") != nil && Locations.program("pipewire") != nil && Locations.program("wireplumber") != nil && Locations.program("dbus-daemon") != nil
+            && Locations.program("gst-launch-1.0") != nil
     }
 
     init() throws {
@@ -21,7 +22,7 @@ final class PipeWireSession: @unchecked Sendable {  // the Process is only touch
         log = FileManager.default.temporaryDirectory.appendingPathComponent("lg-pw-\(UUID().uuidString).out")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let out = try FileHandle(forWritingTo: log)
-        process.executableURL = URL(fileURLWithPath: which("python3")!)
+        process.executableURL = URL(fileURLWithPath: Locations.program("python3")!)
         process.arguments = [Self.script, "daemon", "--dir", dir.path]
         process.standardOutput = out
         process.standardError = out
@@ -43,7 +44,7 @@ final class PipeWireSession: @unchecked Sendable {  // the Process is only touch
     /// Runs the harness's `read` or `nodes` with the session's environment; its JSON answer.
     func client(_ args: [String], timeout: Double) async throws -> (status: Int32, json: Any?, output: String) {
         let envArgs = environment.map { "\($0.key)=\($0.value)" }
-        let r = try await runProcessAsync("/usr/bin/env", envArgs + [which("python3")!, Self.script] + args, timeout: timeout + 10)
+        let r = try await runProcessAsync("/usr/bin/env", envArgs + [Locations.program("python3")!, Self.script] + args, timeout: timeout + 10)
         let line = r.output.split(separator: "\n").last { $0.hasPrefix("{") || $0.hasPrefix("[") }
         return (r.status, line.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) }, r.output)
     }
@@ -56,7 +57,7 @@ final class PipeWireSession: @unchecked Sendable {  // the Process is only touch
     }
 }
 
-@Suite("PipeWire camera", .serialized)
+@Suite("PipeWire camera", .serialized, .tags(.integration))
 struct PipeWireCameraTests {
     @Test(.enabled(if: livegateBinary() != nil && PipeWireSession.available,
                    "needs the livegate binary, pipewire, wireplumber, dbus-daemon and gst-launch-1.0 (deploy/install-deps.sh)"))

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// nginx with the RTMP module, on a loopback port of its own (Debian: nginx-light, libnginx-mod-rtmp).
 final class NginxRTMP: @unchecked Sendable {  // the Process is only touched by the test's task
-    static let binary = "/usr/sbin/nginx"
-    static let module = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
+    static let binary = Locations.program("nginx") ?? "nginx"
+    static let module = Locations.nginxModule("ngx_rtmp_module.so") ?? "ngx_rtmp_module.so"
     static var available: Bool {
         FileManager.default.isExecutableFile(atPath: binary) && FileManager.default.fileExists(atPath: module)
     }
@@ -56,7 +57,7 @@ final class NginxRTMP: @unchecked Sendable {  // the Process is only touched by 
 
 /// Frames an ffmpeg reader decoded from `input` in `seconds` of the stream's own time (its -progress count).
 func framesRead(_ input: [String], seconds: Int, timeout: Double = 30) async throws -> (frames: Int, output: String) {
-    let r = try await runProcessAsync(which("ffmpeg")!, ["-nostdin", "-nostats", "-v", "warning", "-progress", "pipe:1"] + input
+    let r = try await runProcessAsync(Locations.program("ffmpeg")!, ["-nostdin", "-nostats", "-v", "warning", "-progress", "pipe:1"] + input
                                       + ["-t", "\(seconds)", "-f", "null", "-"], timeout: timeout)
     let frames = r.output.split(separator: "\n").last { $0.hasPrefix("frame=") }.flatMap { Int($0.dropFirst(6)) } ?? 0
     return (frames, r.output)
@@ -79,9 +80,10 @@ func waitForPush(_ api: String, url: String, state: String, timeout: Double) asy
     return nil
 }
 
-@Suite("Push to media servers", .serialized)
+@Suite("Push to media servers", .serialized, .tags(.integration))
 struct PushTests {
-    @Test(.enabled(if: livegateBinary() != nil && NginxRTMP.available && which("ffmpeg") != nil,
+    static let pythonWithGI = Locations.python(importing: "gi")
+    @Test(.enabled(if: livegateBinary() != nil && NginxRTMP.available && Locations.program("ffmpeg") != nil,
                    "needs the livegate binary, ffmpeg, and nginx with libnginx-mod-rtmp (deploy/install-deps.sh)"))
     func rtmpToNginxSurvivesTheServerRestarting() async throws {
         let nginx = try NginxRTMP(port: try freePort())
@@ -116,8 +118,8 @@ struct PushTests {
         await gw.stop()
     }
 
-    @Test(.enabled(if: livegateBinary() != nil && which("ffmpeg") != nil && FileManager.default.fileExists(atPath: "/usr/bin/python3"),
-                   "needs the livegate binary, ffmpeg and Debian's python3 with gi"))
+    @Test(.enabled(if: livegateBinary() != nil && Locations.program("ffmpeg") != nil && Self.pythonWithGI != nil,
+                   "needs the livegate binary, ffmpeg and a python3 with gi (python3-gi)"))
     func rtspRecordAndSRTReceiversAndAStalledServerDoNotSlowAnything() async throws {
         // An RTSP RECORD receiver (gst-rtsp-server), an SRT listener (ffmpeg) and a server that
         // accepts TCP and never reads or answers.
@@ -125,8 +127,8 @@ struct PushTests {
         let receiver = Process()
         let receiverLog = FileManager.default.temporaryDirectory.appendingPathComponent("lg-rec-\(UUID().uuidString).out")
         _ = FileManager.default.createFile(atPath: receiverLog.path, contents: nil)
-        receiver.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        receiver.arguments = [repoRoot.appendingPathComponent("Tests/Scripts/rtsp_record_server.py").path, "--port", "\(rtspPort)"]
+        receiver.executableURL = URL(fileURLWithPath: Self.pythonWithGI!)
+        receiver.arguments = [Locations.repository.appendingPathComponent("Tests/Scripts/rtsp_record_server.py").path, "--port", "\(rtspPort)"]
         receiver.standardOutput = try FileHandle(forWritingTo: receiverLog)
         receiver.standardError = receiver.standardOutput
         receiver.standardInput = FileHandle.nullDevice
@@ -175,7 +177,7 @@ struct PushTests {
     }
 }
 
-@Suite("AF in recordings")
+@Suite("AF in recordings", .tags(.integration))
 struct AFRecordingTests {
     /// Sony PTP's focal-frame boxes and Fujifilm's focus point reach the recording's sidecar like
     /// every vendor's.

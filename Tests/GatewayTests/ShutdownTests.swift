@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// SIGTERM ends livegate within 3 s whatever is connected, with the recording finished and the
 /// clients told: one case per long-lived client type (run as the real client: curl, ffmpeg,
 /// aiortc), and the cases where the other side stalls (a push server that never answers, a camera
 /// that stopped answering mid-request). The time each took is printed (`shutdown: … s`).
-@Suite(.serialized) struct ShutdownTests {
+@Suite(.serialized, .tags(.integration)) struct ShutdownTests {
     enum Client: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case events, mjpeg, rtspH264, rtspRaw, hls, whep, download, stalledPush, silentCamera, goneClientsCanon
         var testDescription: String { rawValue }
@@ -17,7 +18,7 @@ import Testing
         let port: Int
         init() async throws {
             let out = Pipe()
-            process.executableURL = URL(fileURLWithPath: which("python3")!)
+            process.executableURL = URL(fileURLWithPath: Locations.program("python3")!)
             process.arguments = ["-c", """
                 import socket, sys
                 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -60,7 +61,7 @@ import Testing
     }
 
     static func hasAiortc() -> Bool {
-        guard let py = which("python3") else { return false }
+        guard let py = Locations.program("python3") else { return false }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: py)
         p.arguments = ["-c", "import aiortc"]
@@ -78,7 +79,7 @@ import Testing
         return b[name] == true
     }
 
-    @Test(.enabled(if: livegateBinary() != nil && which("curl") != nil && which("ffmpeg") != nil, "needs the livegate binary, curl and ffmpeg"),
+    @Test(.enabled(if: livegateBinary() != nil && Locations.program("curl") != nil && Locations.program("ffmpeg") != nil, "needs the livegate binary, curl and ffmpeg"),
           arguments: Client.allCases)
     func sigtermEndsLivegateWithinThreeSeconds(client: Client) async throws {
         if client == .whep && !Self.hasAiortc() {
@@ -119,7 +120,7 @@ import Testing
         let gw = try GatewayProcess(args)
         defer { if gw.process.isRunning { kill(gw.process.processIdentifier, SIGKILL) } }
         #expect(await gw.waitReady(), "livegate did not start: \(gw.output)")
-        let curl = which("curl")!, ffmpeg = which("ffmpeg")!
+        let curl = Locations.program("curl")!, ffmpeg = Locations.program("ffmpeg")!
         let rtsp = "rtsp://127.0.0.1:\(gw.rtsp)/cam0"
         var viewer: ClientProcess?
         defer { viewer?.stop() }
@@ -138,8 +139,8 @@ import Testing
             viewer = try ClientProcess(ffmpeg, ["-nostdin", "-i", "\(gw.api)/hls/cam0/index.m3u8", "-f", "null", "-"])
             #expect(await waitUntil(timeout: 30) { viewer!.output.contains("frame=") }, "no frames: \(viewer!.output.suffix(500))")
         case .whep:
-            let script = repoRoot.appendingPathComponent("Tests/Scripts/whep_client.py").path
-            viewer = try ClientProcess(which("python3")!, [script, "\(gw.api)/whep/cam0", "--seconds", "60"])
+            let script = Locations.repository.appendingPathComponent("Tests/Scripts/whep_client.py").path
+            viewer = try ClientProcess(Locations.program("python3")!, [script, "\(gw.api)/whep/cam0", "--seconds", "60"])
             #expect(await waitUntilAsync(timeout: 20) { await Self.branch(gw, "encoder") }, "the WebRTC session started no encoder")
             try await Task.sleep(for: .seconds(1))
         case .download:
@@ -159,7 +160,7 @@ import Testing
                 print("asked", flush=True)
                 time.sleep(120)
                 """
-            viewer = try ClientProcess(which("python3")!, ["-c", script])
+            viewer = try ClientProcess(Locations.program("python3")!, ["-c", script])
             #expect(await waitUntil(timeout: 10) { viewer!.output.contains("asked") })
             try await Task.sleep(for: .seconds(1))
             #expect(viewer!.process.isRunning, "the reader left before the signal")
@@ -196,7 +197,7 @@ import Testing
             let segments = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".mkv") }
             #expect(!segments.isEmpty, "no recording")
             for s in segments {
-                let probe = try await runProcessAsync(which("ffprobe")!, ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
+                let probe = try await runProcessAsync(Locations.program("ffprobe")!, ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
                                                                           dir.appendingPathComponent(s).path], timeout: 30)
                 #expect((Double(probe.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0, "\(s): \(probe.output)")
             }

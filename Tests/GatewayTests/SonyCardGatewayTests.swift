@@ -3,15 +3,16 @@ import CameraKit
 import Foundation
 import Gateway
 import Testing
+import TestSupport
 
 /// A Sony body's card through the gateway (sony.md §8.3), against the emulated body: the camera is
 /// switched to Contents Transfer, the avContent flat list read, files downloaded byte for byte
 /// (whole and ranged) with thumbnails, and the live view comes back after the card work.
-@Suite(.serialized) struct SonyCardGatewayTests {
+@Suite(.serialized, .tags(.integration, .sanitized)) struct SonyCardGatewayTests {
     /// Against a prompt body and a moody one (EmulatorMood.moody: a 2 s camera-function switch
     /// during which it already says it switched but answers "Not Available Now", the first frame
     /// 1.5 s after the stream starts, every third property set refused once, slow listing pages).
-    @Test(.enabled(if: which("curl") != nil, "needs curl"), arguments: [EmulatorMood.prompt, .moody])
+    @Test(.enabled(if: Locations.program("curl") != nil, "needs curl"), arguments: [EmulatorMood.prompt, .moody])
     func theCardIsListedInContentsTransferAndTheLiveViewComesBack(mood: EmulatorMood) async throws {
         let (emu, gateway) = try await startSonyGateway(fps: 15, label: "sony-card", mood: mood)
         let (server, base) = try await startAPIServer(gateway)

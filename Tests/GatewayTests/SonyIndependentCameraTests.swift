@@ -1,15 +1,16 @@
 import Foundation
 import Gateway
 import Testing
+import TestSupport
 
 /// Sony's Camera Remote API against a camera livegate did not write: `Tests/Scripts/sony_cam.py`,
 /// written only from the protocol notes (sony.md) by a session that never saw livegate's Sony code.
 /// It sends each JPEG's frame information (payload type 0x02) before or after the JPEG as told,
 /// with the same or its own sequence counter, sometimes not at all, and logs every frame it sent
 /// with the AF box it described — which the recording's `.af.jsonl` must show on that frame.
-@Suite(.serialized) struct SonyIndependentCameraTests {
-    static let script = repoRoot.appendingPathComponent("Tests/Scripts/sony_cam.py").path
-    static let usable = which("python3") != nil && which("ffmpeg") != nil
+@Suite(.serialized, .tags(.integration)) struct SonyIndependentCameraTests {
+    static let script = Locations.repository.appendingPathComponent("Tests/Scripts/sony_cam.py").path
+    static let usable = Locations.program("python3") != nil && Locations.program("ffmpeg") != nil
 
     struct Case: CustomTestStringConvertible, Sendable {
         let order: String
@@ -128,7 +129,7 @@ import Testing
     /// Remote shutter, a shot on the body, the card through Contents Transfer (a RAW beside each
     /// JPEG) read byte for byte. The camera's postviews are 2 MP copies until livegate asks for the
     /// original, so a saved shot equal to the card's JPEG shows it asked.
-    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg and curl"))
+    @Test(.enabled(if: usable && Locations.program("curl") != nil, "needs python3, ffmpeg and curl"))
     func captureBodyShotAndCardAgainstAnIndependentSonyCamera() async throws {
         try await Self.withShotsCamera("sony-capture", ["--postview-size", "2M", "--card", "4", "--card-raw"]) { checks, cam in
             try await checks.run(cam)
@@ -155,7 +156,7 @@ import Testing
 
     /// A camera that refuses the shot: 409 with its reason, live view going on; before that, a shot
     /// on the body is saved as the original.
-    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg and curl"))
+    @Test(.enabled(if: usable && Locations.program("curl") != nil, "needs python3, ffmpeg and curl"))
     func aRefusedShotIs409WithTheCamerasReason() async throws {
         try await Self.withShotsCamera("sony-refuse", ["--refuse-shots", "40400", "--postview-size", "2M"]) { checks, cam in
             // Before livegate ever fires the shutter: a shot on the body arrives as the original

@@ -4,14 +4,15 @@ import Foundation
 import Gateway
 import LiveViewCore
 import Testing
+import TestSupport
 
 /// A Sony Alpha over PTP/IP ("PC Remote") that livegate did not write: `Tests/Scripts/sony_ptp_cam.py`,
 /// written only from the protocol notes (ptp.md, sony.md §4) by a session that never saw livegate's
 /// PTP code. It logs every live-view dataset with the AF frame its FocalFrameInfo described, every
 /// property it was told to set, and every shot (`frames.jsonl`, `requests.jsonl`, `shots.jsonl`).
-@Suite(.serialized) struct SonyPTPIndependentCameraTests {
-    static let script = repoRoot.appendingPathComponent("Tests/Scripts/sony_ptp_cam.py").path
-    static let usable = which("python3") != nil && which("ffmpeg") != nil
+@Suite(.serialized, .tags(.integration)) struct SonyPTPIndependentCameraTests {
+    static let script = Locations.repository.appendingPathComponent("Tests/Scripts/sony_ptp_cam.py").path
+    static let usable = Locations.program("python3") != nil && Locations.program("ffmpeg") != nil
 
     static func camera(_ dir: URL, _ extra: [String] = []) async throws -> PythonCamera {
         try await PythonCamera(script: script, dir: dir, arguments: [
@@ -128,7 +129,7 @@ import Testing
     /// log, each an event; the card (in the camera's contents-transfer mode, switched inside the
     /// session) listed whole with both shots on it, every file and a range read byte for byte;
     /// live view going on.
-    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg and curl"))
+    @Test(.enabled(if: usable && Locations.program("curl") != nil, "needs python3, ffmpeg and curl"))
     func captureBodyShotAndCard() async throws {
         let dir = try temporaryDirectory("livegate-sony-ptp-capture")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -145,7 +146,7 @@ import Testing
     /// The other reading of the notes: a body that takes contents transfer only in a session opened
     /// with SDIO_OpenSession for transfer. livegate reconnects in such a session (mode 2), lists
     /// the card, reads files byte for byte, and the live view runs in that session again.
-    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg and curl"))
+    @Test(.enabled(if: usable && Locations.program("curl") != nil, "needs python3, ffmpeg and curl"))
     func aBodyThatShowsItsCardOnlyInATransferSession() async throws {
         let dir = try temporaryDirectory("livegate-sony-ptp-sdio")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -174,7 +175,7 @@ import Testing
     /// The camera drops its connections half-way through the first read of a card file: that
     /// download fails (never a short file passed off as whole), the next one is whole, and live
     /// view comes back.
-    @Test(.enabled(if: usable && which("curl") != nil, "needs python3, ffmpeg and curl"))
+    @Test(.enabled(if: usable && Locations.program("curl") != nil, "needs python3, ffmpeg and curl"))
     func aCardReadCutHalfWay() async throws {
         let dir = try temporaryDirectory("livegate-sony-ptp-cardbreak")
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import NIOPosix
 import Testing
+import TestSupport
 
 /// A started program whose stdout and stderr go to a temporary file. (A file, not a Pipe with a
 /// readability handler: clearing that handler while libdispatch delivers to it crashed the test
@@ -61,18 +62,6 @@ func runProcessAsync(_ path: String, _ args: [String], timeout: Double = 60) asy
     }
     return collect(p, out, collected)
 }
-
-/// Finds a program on PATH.
-func which(_ name: String) -> String? {
-    for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-        let p = "\(dir)/\(name)"
-        if FileManager.default.isExecutableFile(atPath: p) { return p }
-    }
-    return nil
-}
-
-/// The repository root (this file is Tests/GatewayTests/Support.swift).
-let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// The `livegate` binary of this build: the one `swift test` built beside the test bundle that is
 /// running (same configuration, same sanitizer, same scratch path), never one left by another build.
@@ -132,31 +121,11 @@ func startAPIServer(_ model: any ControlModel) async throws -> (Task<Void, any E
     return (server, "http://127.0.0.1:\(port)")
 }
 
-/// Polls `condition` every 50 ms until it holds or `timeout` seconds pass; returns the last answer.
-/// `waitUntil` for a condition that must itself wait (an HTTP request).
-func waitUntilAsync(timeout: Double, _ condition: () async -> Bool) async -> Bool {
-    let end = Date().addingTimeInterval(timeout)
-    while Date() < end {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(100))
-    }
-    return await condition()
-}
-
-func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
-    let end = Date().addingTimeInterval(timeout)
-    while Date() < end {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(50))
-    }
-    return condition()
-}
-
 /// An ffmpeg RTSP client (TCP) that writes every frame it gets into `dir` as f000001.jpg, … (the
 /// stream copied, not decoded); stop it with `terminate()`.
 func startRTSPFrameWriter(_ url: String, into dir: URL) throws -> Process {
     let ffmpeg = Process()
-    ffmpeg.executableURL = URL(fileURLWithPath: which("ffmpeg")!)
+    ffmpeg.executableURL = URL(fileURLWithPath: Locations.program("ffmpeg")!)
     ffmpeg.arguments = ["-v", "error", "-rtsp_transport", "tcp", "-i", url, "-c", "copy", "-f", "image2",
                         dir.appendingPathComponent("f%06d.jpg").path]
     ffmpeg.standardInput = FileHandle.nullDevice
@@ -179,7 +148,7 @@ func withLoopbackAddress<R>(port: Int, _ body: (UnsafePointer<sockaddr>, socklen
 
 /// A GET with curl (the path sent as written): the status code and the body.
 func curlGet(_ url: String, _ extra: [String] = []) async throws -> (code: String, body: [UInt8]) {
-    guard let curl = which("curl") else { throw CurlMissing() }
+    guard let curl = Locations.program("curl") else { throw CurlMissing() }
     let dir = try temporaryDirectory("livegate-curl")
     defer { try? FileManager.default.removeItem(at: dir) }
     let out = dir.appendingPathComponent("body").path
@@ -206,7 +175,7 @@ final class PythonCamera: @unchecked Sendable {
         self.dir = dir
         let out = dir.appendingPathComponent("stdout-\(UUID().uuidString.prefix(8)).txt")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: which("python3")!)
+        process.executableURL = URL(fileURLWithPath: Locations.program("python3")!)
         process.arguments = [script, portFlag, "\(port)",
                              "--log", dir.appendingPathComponent("requests.jsonl").path,
                              "--frames-log", dir.appendingPathComponent("frames.jsonl").path] + arguments

@@ -4,12 +4,13 @@ import Foundation
 import NIOPosix
 @testable import Gateway
 import Testing
+import TestSupport
 
 /// A camera's capabilities follow what it turned out to be, whatever URL named it: the same PTP
 /// body reached as `ptpip://HOST` (dialect read from DeviceInfo), `ptpip://HOST?vendor=NAME` and
 /// its own scheme (`nikon://`, `canon://`, `sony-ptp://`, `fuji://`) shoots through the API, and
 /// its JSON says so, once the camera is connected.
-@Suite(.serialized) struct URLFormTests {
+@Suite(.serialized, .tags(.integration)) struct URLFormTests {
     /// Every URL form the README lists for a PTP emulator of `kind`.
     static func forms(_ kind: PTPEmulatorKind, _ emu: PTPEmulator) -> [String] {
         let host = "127.0.0.1:\(emu.port)"
@@ -23,9 +24,9 @@ import Testing
     /// Against a prompt body and a moody one (DeviceBusy for 2 s after the session opens and after
     /// each shot for card and property operations, every third property set refused once, no
     /// live-view frame for 1.5 s): livegate waits, the client never sees the busy answers.
-    @Test(.enabled(if: which("curl") != nil, "needs curl"), arguments: PTPEmulatorKind.allCases, [EmulatorMood.prompt, .moody])
+    @Test(.enabled(if: Locations.program("curl") != nil, "needs curl"), arguments: PTPEmulatorKind.allCases, [EmulatorMood.prompt, .moody])
     func everyURLFormShoots(kind: PTPEmulatorKind, mood: EmulatorMood) async throws {
-        let curl = which("curl")!
+        let curl = Locations.program("curl")!
         let emu = PTPEmulator(kind: kind, fps: 10, source: try TestPatternSource(width: 320, height: 240),
                               group: MultiThreadedEventLoopGroup.singleton, mood: mood)
         _ = try await emu.start()
@@ -68,15 +69,15 @@ import Testing
 
     /// Before a `ptpip://` camera has said which dialect it speaks, the shutter is not refused as
     /// missing (every dialect has one): the camera is not there, so the answer is 503.
-    @Test(.enabled(if: which("curl") != nil, "needs curl"))
+    @Test(.enabled(if: Locations.program("curl") != nil, "needs curl"))
     func anAbsentGenericPTPCameraIsUnavailableNotUnsupported() async throws {
         let generic = try await startGateway(camera: "ptpip://127.0.0.1:1", label: "urlform-absent")
         let (server, base) = try await startAPIServer(generic)
         defer { server.cancel() }
-        let refused = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json",
+        let refused = try await runProcessAsync(Locations.program("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json",
                                                              "\(base)/api/v1/cameras/cam0/capture"], timeout: 10)
         #expect(refused.output.hasSuffix("\n503"), "\(refused.output)")
-        let focus = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json",
+        let focus = try await runProcessAsync(Locations.program("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json",
                                                            "-d", #"{"x": 10, "y": 10}"#, "\(base)/api/v1/cameras/cam0/focus"], timeout: 10)
         #expect(focus.output.hasSuffix("\n501") && focus.output.contains("not known yet"), "\(focus.output)")
         server.cancel()

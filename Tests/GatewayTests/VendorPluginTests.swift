@@ -4,11 +4,12 @@ import Gateway
 import Logging
 import NIOPosix
 import Testing
+import TestSupport
 import Vendors
 
 /// The vendor plug-ins: one list, no clashes, every emulator reachable through its own URL, and the
 /// API's capabilities and 501 answers taken from the plug-in.
-@Suite(.serialized) struct VendorPluginTests {
+@Suite(.serialized, .tags(.integration)) struct VendorPluginTests {
     @Test func theListHasNoClashes() {
         let names = Vendors.all.map(\.name)
         #expect(Set(names).count == names.count, "\(names)")
@@ -39,22 +40,22 @@ import Vendors
         #expect(Vendors.emulatorNames.count >= 7)
     }
 
-    @Test(.enabled(if: which("curl") != nil, "needs curl"))
+    @Test(.enabled(if: Locations.program("curl") != nil, "needs curl"))
     func touchAFOnAVendorWithoutItIs501WithTheReason() async throws {
         let gateway = try await startGateway(camera: "emulator:bandit", label: "vendors") { $0.emulatorFPS = 5 }
         let (server, base) = try await startAPIServer(gateway)
         defer { server.cancel() }
-        let summary = try await runProcessAsync(which("curl")!, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 10)
+        let summary = try await runProcessAsync(Locations.program("curl")!, ["-s", "\(base)/api/v1/cameras/cam0"], timeout: 10)
         let obj = try #require(try JSONSerialization.jsonObject(with: Data(summary.output.utf8)) as? [String: Any])
         let caps = try #require(obj["capabilities"] as? [String: Bool], "\(summary.output)")
         #expect(caps["liveView"] == true && caps["touchAF"] == false && caps["shutter"] == true, "\(caps)")
         #expect(obj["properties"] as? [String] == ["whiteBalance"])
-        let focus = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"x": 10, "y": 10}"#,
+        let focus = try await runProcessAsync(Locations.program("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"x": 10, "y": 10}"#,
                                                    "\(base)/api/v1/cameras/cam0/focus"], timeout: 10)
         #expect(focus.output.hasSuffix("\n501"), "\(focus.output)")
         #expect(focus.output.contains("fixed-focus"), "\(focus.output)")
         #expect(await waitUntil(timeout: 15) { gateway.cameras.first?.driver.state == .streaming })
-        let capture = try await runProcessAsync(which("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "\(base)/api/v1/cameras/cam0/capture"],
+        let capture = try await runProcessAsync(Locations.program("curl")!, ["-s", "-w", "\n%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "\(base)/api/v1/cameras/cam0/capture"],
                                      timeout: 10)
         // The Bandit has a shutter in image mode only; the emulator starts in video mode.
         #expect(capture.output.hasSuffix("\n409") && capture.output.contains("video mode"), "\(capture.output)")

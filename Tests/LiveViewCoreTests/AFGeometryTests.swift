@@ -1,5 +1,6 @@
 import LiveViewCore
 import Testing
+import TestSupport
 
 @Suite struct AFGeometryTests {
     @Test func sonySpaceIsPerAxis() {

@@ -1,5 +1,6 @@
 import LiveViewCore
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,7 @@ import Glibc
 /// pool exactly once, that the consumers attached throughout end on the last frame, and that
 /// `latest()` never comes back empty or older than before. Run under ThreadSanitizer by
 /// `make tsan-tests` with the rest of the suite.
-@Suite struct FrameHubChurnTests {
+@Suite(.tags(.sanitized)) struct FrameHubChurnTests {
     /// A consumer's frame and completion held until someone completes it, from any thread. Once
     /// closed it releases what it holds and whatever still arrives, and keeps no completion (which
     /// would keep its pacer, and the pacer's closure this inbox, alive).

@@ -1,11 +1,12 @@
 import LiveViewCore
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite struct FramePoolTests {
+@Suite(.tags(.sanitized)) struct FramePoolTests {
     @Test func poolReusesFramesAfterWarmUp() {
         let pool = FramePool(capacity: 4, frameBytes: 64)
         for i in 0..<100 {
@@ -43,7 +44,7 @@ import Glibc
     }
 }
 
-@Suite struct FrameMailboxTests {
+@Suite(.tags(.sanitized)) struct FrameMailboxTests {
     @Test func latestWinsAndReplacedIsCounted() {
         let pool = FramePool(capacity: 8, frameBytes: 16)
         let box = FrameMailbox()
@@ -71,7 +72,7 @@ final class Seen: Sendable {
     var all: [UInt64] { sequences.withLock { $0 } }
 }
 
-@Suite struct FramePacerTests {
+@Suite(.tags(.sanitized)) struct FramePacerTests {
     @Test func nextFrameOnlyAfterCompletion() {
         let pool = FramePool(capacity: 8, frameBytes: 16)
         let seen = Seen()
@@ -121,7 +122,7 @@ final class Seen: Sendable {
     }
 }
 
-@Suite struct FrameHubTests {
+@Suite(.tags(.sanitized)) struct FrameHubTests {
     @Test func fansOutToPacersAndQueues() {
         let pool = FramePool(capacity: 16, frameBytes: 16)
         let hub = FrameHub()
@@ -161,7 +162,7 @@ final class Seen: Sendable {
 
 /// Real threads: one producer, several consumers completing from their own threads at different
 /// speeds. Checks ordering, no frame leaked, no frame lost from the lossless lane under its bound.
-@Suite struct FrameHubStressTests {
+@Suite(.tags(.sanitized)) struct FrameHubStressTests {
     final class Consumer: @unchecked Sendable {
         let seen = Seen()
         let lastSeq = Atomic<Int>(-1)

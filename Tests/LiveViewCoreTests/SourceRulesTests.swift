@@ -1,10 +1,10 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Rules about the sources themselves that the compiler does not check.
 @Suite struct SourceRulesTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()  // Tests/LiveViewCoreTests
-        .deletingLastPathComponent().deletingLastPathComponent()                   // the package root
+    static let root = Locations.repository
 
     /// Every module takes `Mutex` and `Atomic` from LiveViewCore: a file that imports Synchronization
     /// itself gets the standard Mutex even in ThreadSanitizer builds, whose contended hand-overs the

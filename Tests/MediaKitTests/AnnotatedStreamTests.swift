@@ -3,8 +3,9 @@ import Foundation
 import LiveViewCore
 import MediaKit
 import Testing
+import TestSupport
 
-@Suite("Annotated stream (one decode, overlay, fan-out)")
+@Suite("Annotated stream (one decode, overlay, fan-out)", .tags(.sanitized))
 struct AnnotatedStreamTests {
     final class Received: @unchecked Sendable {
         let lock = NSLock()

@@ -2,6 +2,7 @@ import Dispatch
 import Logging
 @testable import MediaKit
 import Testing
+import TestSupport
 
 /// The runtime's main loop stops with the runtime, and a loop that does not stop in time is left to
 /// end on its own: its own thread frees it then, never the shutdown under a running loop.

@@ -3,6 +3,7 @@ import JPEGKit
 import LiveViewCore
 @testable import MediaKit
 import Testing
+import TestSupport
 
 extension MediaTests {
     @Suite("HLS output (hlssink2)")

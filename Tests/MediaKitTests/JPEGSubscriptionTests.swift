@@ -2,6 +2,7 @@ import Foundation
 import LiveViewCore
 import MediaKit
 import Testing
+import TestSupport
 
 extension MediaTests {
     /// MJPEG viewers of the JPEG branch: the camera's frames untouched, latest wins for a slow

@@ -2,6 +2,7 @@ import Foundation
 import LiveViewCore
 import MediaKit
 import Testing
+import TestSupport
 
 extension MediaTests {
     @Suite("Media graph (branches on demand, one encoder, offline slate, session start-up)")

@@ -3,6 +3,7 @@ import Foundation
 import LiveViewCore
 import MediaKit
 import Testing
+import TestSupport
 
 /// Packet timestamps (seconds) of the video stream of a media file.
 func packetTimes(_ path: String) async throws -> [Double] {

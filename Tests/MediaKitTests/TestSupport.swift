@@ -4,6 +4,7 @@ import LiveViewCore
 import Logging
 import MediaKit
 import Testing
+import TestSupport
 
 /// One GStreamer runtime for the whole test process (one main loop, like the gateway).
 let testRuntime: GStreamerRuntime = {
@@ -81,17 +82,6 @@ final class ToolState: Sendable {
 /// Sleeps without blocking a cooperative thread.
 func pause(_ seconds: Double) async {
     try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
-}
-
-/// Polls `condition` every 50 ms until it holds or `timeout` passes; returns whether it held.
-@discardableResult
-func waitUntil(timeout: Double, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if try condition() { return true }
-        await pause(0.05)
-    }
-    return try condition()
 }
 
 /// ffmpeg's stderr without the null muxer's complaint about frames whose timestamps fall into the
@@ -180,25 +170,10 @@ func makeTempDir(_ name: String) throws -> String {
     return dir
 }
 
-/// A file of the shared fixtures folder (`../shared/fixtures` beside the repository, or
-/// `$LIVEGATE_SHARED/fixtures`), when present.
-func sharedFixture(_ relative: String) -> String? {
-    let root = ProcessInfo.processInfo.environment["LIVEGATE_SHARED"].flatMap { $0.isEmpty ? nil : $0 }
-        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().resolvingSymlinksInPath()
-            .appendingPathComponent("../../../shared").standardized.path
-    let path = root + "/fixtures/" + relative
-    return FileManager.default.fileExists(atPath: path) ? path : nil
-}
-
-/// The repository root (where `pipelines/` lives).
-func repositoryRoot() -> URL {
-    URL(fileURLWithPath: #filePath).deletingLastPathComponent().resolvingSymlinksInPath()
-        .deletingLastPathComponent().deletingLastPathComponent()
-}
-
-let ffmpeg = "/usr/bin/ffmpeg"
-let ffprobe = "/usr/bin/ffprobe"
-let gstLaunch = "/usr/bin/gst-launch-1.0"
+/// The client programs, found on PATH (a missing one fails `toolExists` and its test is skipped, said so).
+let ffmpeg = Locations.program("ffmpeg") ?? "ffmpeg"
+let ffprobe = Locations.program("ffprobe") ?? "ffprobe"
+let gstLaunch = Locations.program("gst-launch-1.0") ?? "gst-launch-1.0"
 
 /// A camera state that a test changes while the graph reads it.
 final class PresenceBox: Sendable {

@@ -10,7 +10,7 @@ Opens BASE_URL/, waits for the live preview, and prints one JSON line with what 
 With HANDSHAKE_DIR it then writes HANDSHAKE_DIR/ready, expects the test to stop the camera, and
 reports the state text the page shows and whether the picture (the offline slate) keeps coming.
 """
-import json, os, sys, time
+import json, os, shutil, sys, time
 
 from playwright.sync_api import sync_playwright
 
@@ -22,7 +22,7 @@ args = ["--autoplay-policy=no-user-gesture-required"]
 if os.geteuid() == 0:
     args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
 with sync_playwright() as p:
-    browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=args)
+    browser = p.chromium.launch(executable_path=os.environ.get("LIVEGATE_CHROMIUM") or shutil.which("chromium"), headless=True, args=args)
     page = browser.new_page(viewport={"width": 1000, "height": 1200})
     page.on("console", lambda m: out.setdefault("console", []).append(m.text[:200]))
     t0 = time.monotonic()

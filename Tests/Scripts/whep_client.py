@@ -3,7 +3,7 @@
 
 Posts a recvonly H.264 offer to a WHEP endpoint, receives video for --seconds, then DELETEs the
 session and DELETEs it again (which must answer 404). Prints one JSON line:
-  {"status": 201, "first_frame_ms": …, "frames": n, "fps": …, "fps_after_1s": …, "width": w, "height": h,
+  {"status": 201, "first_frame_ms": …, "frames": n, "fps": …, "fps_after_1s": …, "fps_stream": …, "width": w, "height": h,
    "delete": 200, "delete_again": 404, "location": "…"}
 aioice skips loopback addresses when it gathers candidates; the gateway listens on 127.0.0.1, so
 the client's host addresses are replaced by 127.0.0.1.
@@ -47,7 +47,7 @@ async def main():
     a = ap.parse_args()
     pc = RTCPeerConnection()
     pc.addTransceiver("video", direction="recvonly")
-    frames = {"n": 0, "first": None, "size": None, "after_first": 0, "t_first": None}
+    frames = {"n": 0, "first": None, "size": None, "after_first": 0, "t_first": None, "pts": []}
     pli = {"at": None, "keyframe": None, "armed": False}
 
     @pc.on("track")
@@ -63,6 +63,8 @@ async def main():
                     frames["first"] = now
                     frames["size"] = (f.width, f.height)
                 frames["n"] += 1
+                if f.pts is not None and f.time_base is not None:
+                    frames["pts"].append(float(f.pts * f.time_base))
                 if now - frames["first"] >= 1.0:
                     frames["after_first"] += 1
                     frames["t_first"] = frames["t_first"] or now
@@ -110,6 +112,11 @@ async def main():
                    fps_after_1s=round((frames["after_first"] - 1) / (time.monotonic() - frames["t_first"]), 1)
                    if frames["after_first"] > 1 else 0,
                    width=frames["size"][0], height=frames["size"][1])
+        # Frames per second of the stream's own (RTP) time: every frame the camera made arrived,
+        # whatever the client's own pace.
+        pts = frames["pts"]
+        if len(pts) > 1 and pts[-1] > pts[0]:
+            out["fps_stream"] = round((len(pts) - 1) / (pts[-1] - pts[0]), 1)
     else:
         out.update(first_frame_ms=None, frames=0, fps=0)
     if a.pli_after is not None:

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// A camera (its own process) killed with SIGKILL and started again, round after round, while an
 /// RTSP viewer, an HLS viewer and the recorder run: each time the camera is back, livegate streams
 /// its frames again within 2 s; the viewers never lose their connection (they keep getting frames,
 /// the slate while the camera is away); the timestamps of the
 /// recording only go forward.
-@Suite(.serialized) struct CameraRestartTests {
+@Suite(.serialized, .tags(.integration)) struct CameraRestartTests {
     /// `livegate emulate sony` on `port`, a process of its own.
     private func startCamera(port: Int) throws -> Process {
         let p = Process()
@@ -67,7 +68,7 @@ import Testing
         // whole run. Each round takes about 3 s; they read a little longer than all rounds.
         let seconds = rounds * 3 + 12
         let playlist = "\(gw.api)/hls/cam0/index.m3u8"
-        async let rtspViewer = runProcessAsync(which("ffmpeg")!, ["-nostdin", "-v", "error", "-rtsp_transport", "tcp",
+        async let rtspViewer = runProcessAsync(Locations.program("ffmpeg")!, ["-nostdin", "-v", "error", "-rtsp_transport", "tcp",
                                                                   "-i", "rtsp://127.0.0.1:\(gw.rtsp)/cam0", "-t", "\(seconds)",
                                                                   "-f", "framecrc", "-"], timeout: Double(seconds) + 60)
         var hlsReady = false
@@ -76,7 +77,7 @@ import Testing
             if !hlsReady { try await Task.sleep(for: .milliseconds(200)) }
         }
         #expect(hlsReady, "HLS never started")
-        async let hlsViewer = runProcessAsync(which("ffmpeg")!, ["-nostdin", "-v", "error", "-i", playlist, "-t", "\(seconds - 8)",
+        async let hlsViewer = runProcessAsync(Locations.program("ffmpeg")!, ["-nostdin", "-v", "error", "-i", playlist, "-t", "\(seconds - 8)",
                                                                  "-c", "copy", "-f", "framecrc", "-"], timeout: Double(seconds) + 60)
         try await Task.sleep(for: .seconds(2))
 
@@ -122,7 +123,7 @@ import Testing
         #expect(!segments.isEmpty)
         var packets = 0
         for name in segments {
-            let probe = try await runProcessAsync(which("ffprobe")!, ["-v", "error", "-select_streams", "v:0", "-show_entries",
+            let probe = try await runProcessAsync(Locations.program("ffprobe")!, ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                                      "packet=pts_time", "-of", "csv=p=0", dir.appendingPathComponent(name).path], timeout: 60)
             let times = probe.output.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
             #expect(probe.status == 0 && !times.isEmpty, "\(name): \(probe.output.prefix(300))")

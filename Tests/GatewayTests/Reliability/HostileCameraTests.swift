@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// A camera whose answers are hostile — a 100 MB reply (sized, or ended by closing), 200 000 nested
 /// JSON arrays, or silence after accepting the request — costs livegate bounded memory and no
 /// crash; the camera shows as not streaming with a reason in the API, and the gateway keeps
 /// answering. For every vendor that speaks HTTP (the PTP family's binary framing is fuzzed instead).
-@Suite(.serialized) struct HostileCameraTests {
+@Suite(.serialized, .tags(.integration)) struct HostileCameraTests {
     static func rssMiB(_ pid: Int32) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
@@ -22,8 +23,8 @@ import Testing
                       ("bandit", "unsized"), ("bandit", "silent")])
     func hostileAnswersCostBoundedMemoryAndGiveAReason(vendor: String, mode: String) async throws {
         let camera = Process()
-        camera.executableURL = URL(fileURLWithPath: which("python3")!)
-        camera.arguments = [repoRoot.appendingPathComponent("Tests/Scripts/hostile_camera.py").path, mode]
+        camera.executableURL = URL(fileURLWithPath: Locations.program("python3")!)
+        camera.arguments = [Locations.repository.appendingPathComponent("Tests/Scripts/hostile_camera.py").path, mode]
         let pipe = Pipe()
         camera.standardOutput = pipe
         camera.standardError = FileHandle.nullDevice

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Hostile HTTP clients (`Tests/Scripts/hostile_http.py`) against `livegate run` while an RTSP
 /// viewer watches: 1000 idle connections, 500 slowloris heads, 100 trickled bodies, a flood of
 /// pipelined requests, 100 MB bodies, 16 MB request lines and path traversal. Each time the
 /// gateway closes what holds it, its descriptors come back, the API answers every probe and the
 /// stream goes on.
-@Suite(.serialized) struct HostileHTTPTests {
+@Suite(.serialized, .tags(.integration)) struct HostileHTTPTests {
     struct Report: Decodable {
         struct Range: Decodable { var baseline: Int?; var peak: Int?; var end: Int? }
         struct Probes: Decodable { var count: Int; var failures: Int; var max_ms: Double? }
@@ -28,8 +29,8 @@ import Testing
     }
 
     private func attack(_ gw: GatewayProcess, _ args: [String]) async throws -> Report {
-        let r = try await runProcessAsync(which("python3")!, [
-            repoRoot.appendingPathComponent("Tests/Scripts/hostile_http.py").path, "127.0.0.1:\(gw.http)",
+        let r = try await runProcessAsync(Locations.program("python3")!, [
+            Locations.repository.appendingPathComponent("Tests/Scripts/hostile_http.py").path, "127.0.0.1:\(gw.http)",
         ] + args + ["--pid", "\(gw.process.processIdentifier)", "--rtsp", "rtsp://127.0.0.1:\(gw.rtsp)/cam0/raw"], timeout: 180)
         #expect(r.status == 0, "hostile_http \(args): \(r.output.suffix(500))")
         let line = r.output.split(separator: "\n").last { $0.hasPrefix("{") }.map(String.init) ?? "{}"
@@ -50,7 +51,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: which("python3") != nil, "needs python3"))
+    @Test(.enabled(if: Locations.program("python3") != nil, "needs python3"))
     func idleSlowAndFloodingClientsCannotHoldTheGateway() async throws {
         let gw = try GatewayProcess(["--http-request-timeout", "5"])
         defer { if gw.process.isRunning { kill(gw.process.processIdentifier, SIGKILL) } }

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// 50 RTSP viewers on the H.264 mount plus 5 that stop reading after PLAY
 /// (`Tests/Scripts/rtsp_crowd.py`): the viewers keep the camera's rate in stream time and lose no
 /// packet, the stalled ones are closed within the stall timeout, and once a crowd has gone the
 /// gateway's memory is back where it was before that crowd came (within 5 %; the first crowd pays
 /// for the encoder's and the allocator's first use, so the second one is measured).
-@Suite(.serialized) struct RTSPCrowdTests {
+@Suite(.serialized, .tags(.integration)) struct RTSPCrowdTests {
     struct Report: Decodable {
         struct Memory: Decodable { var baseline: Int; var peak: Int; var after: Int }
         var min_fps_stream: Double
@@ -21,8 +22,8 @@ import Testing
     }
 
     private func crowd(_ gw: GatewayProcess, seconds: Int) async throws -> Report {
-        let r = try await runProcessAsync(which("python3")!, [
-            repoRoot.appendingPathComponent("Tests/Scripts/rtsp_crowd.py").path, "rtsp://127.0.0.1:\(gw.rtsp)/cam0",
+        let r = try await runProcessAsync(Locations.program("python3")!, [
+            Locations.repository.appendingPathComponent("Tests/Scripts/rtsp_crowd.py").path, "rtsp://127.0.0.1:\(gw.rtsp)/cam0",
             "50", "5", "\(seconds)", "--pid", "\(gw.process.processIdentifier)", "--settle", "4",
         ], timeout: 180)
         #expect(r.status == 0, "rtsp_crowd: \(r.output.suffix(500))")
@@ -30,7 +31,7 @@ import Testing
         return try JSONDecoder().decode(Report.self, from: Data(line.utf8))
     }
 
-    @Test(.enabled(if: which("python3") != nil, "needs python3"))
+    @Test(.enabled(if: Locations.program("python3") != nil, "needs python3"))
     func fiftyViewersKeepTheirRateWhileStalledOnesAreDropped() async throws {
         // Linger 1 s: the encoder of the first crowd is gone before the second one measures its baseline.
         let gw = try GatewayProcess(["--rtsp-stall-timeout", "5", "--linger", "1"])

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// RTSP connections that hold resources without using them are closed: clients that stopped
 /// reading after PLAY (stalled) and connections that never set up a session (idle), while the
 /// viewers that do read keep getting every frame.
-@Suite(.serialized) struct RTSPTimeoutTests {
+@Suite(.serialized, .tags(.integration)) struct RTSPTimeoutTests {
     @Test func stalledAndIdleClientsAreClosedWhileReadersKeepStreaming() async throws {
         let gw = try GatewayProcess(["--rtsp-stall-timeout", "3", "--rtsp-idle-timeout", "3"])
         defer { if gw.process.isRunning { kill(gw.process.processIdentifier, SIGKILL) } }
@@ -12,10 +13,10 @@ import Testing
         let raw = "rtsp://127.0.0.1:\(gw.rtsp)/cam0/raw"
 
         // A reader for the whole time, on the same mount as the stalled clients.
-        async let reader = runProcessAsync(which("ffmpeg")!, ["-nostdin", "-v", "error", "-rtsp_transport", "tcp", "-i", raw,
+        async let reader = runProcessAsync(Locations.program("ffmpeg")!, ["-nostdin", "-v", "error", "-rtsp_transport", "tcp", "-i", raw,
                                                               "-t", "12", "-f", "framecrc", "-"], timeout: 60)
-        let bad = try await runProcessAsync(which("python3")!, [
-            repoRoot.appendingPathComponent("Tests/Scripts/rtsp_bad_clients.py").path, raw, "3", "2", "8",
+        let bad = try await runProcessAsync(Locations.program("python3")!, [
+            Locations.repository.appendingPathComponent("Tests/Scripts/rtsp_bad_clients.py").path, raw, "3", "2", "8",
         ], timeout: 90)
         #expect(bad.status == 0, "\(bad.output)")
         let line = bad.output.split(separator: "\n").last { $0.hasPrefix("{") }.map(String.init) ?? "{}"

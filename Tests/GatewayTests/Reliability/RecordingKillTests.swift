@@ -3,6 +3,7 @@ import CameraWire
 import Foundation
 import NIOPosix
 import Testing
+import TestSupport
 
 /// The reliability suite's rounds: `LIVEGATE_RELIABILITY_ROUNDS` (3 in `make test`; `make soak`
 /// runs 50).
@@ -16,7 +17,7 @@ let reliabilityRounds: Int = {
 /// the kill, once livegate has started again the AF sidecar
 /// has no line for a frame the file lacks, each run starts a new segment and no earlier recording
 /// is touched (its sidecar only trimmed).
-@Suite(.serialized) struct RecordingKillTests {
+@Suite(.serialized, .tags(.integration)) struct RecordingKillTests {
     @Test func sigkillDuringRecordingLosesOnlyTheTail() async throws {
         let source = try TestPatternSource(width: 320, height: 240)
         let emulator = SonyEmulator(port: 0, fps: 30, source: source, group: MultiThreadedEventLoopGroup.singleton)
@@ -81,7 +82,7 @@ let reliabilityRounds: Int = {
             let mkv = dir.appendingPathComponent(name).path
             let frames = try temporaryDirectory("lg-kill-frames")
             defer { try? FileManager.default.removeItem(at: frames) }
-            _ = try await runProcessAsync(which("ffmpeg")!, ["-v", "error", "-i", mkv, "-c", "copy", "-f", "image2",
+            _ = try await runProcessAsync(Locations.program("ffmpeg")!, ["-v", "error", "-i", mkv, "-c", "copy", "-f", "image2",
                                                              frames.appendingPathComponent("f%05d.jpg").path], timeout: 60)
             let files = try FileManager.default.contentsOfDirectory(atPath: frames.path).sorted()
             let foreign = try files.filter { !sent.contains(SHA256.hex(Array(try Data(contentsOf: frames.appendingPathComponent($0))))) }

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The long run of `make soak`: `livegate run` on its emulated camera with a viewer of every kind
 /// (RTSP H.264, RTSP raw, HLS, MJPEG) and a recording, for `LIVEGATE_SOAK_SECONDS`. After the
 /// warm-up (the first tenth) its resident memory may grow by at most 5 %, and the camera's frame
 /// rate over the last tenth is that of the first (no decay). Skipped (and said so) in `make test`.
-@Suite(.serialized) struct SoakTests {
+@Suite(.serialized, .tags(.integration)) struct SoakTests {
     static let seconds = Int(ProcessInfo.processInfo.environment["LIVEGATE_SOAK_SECONDS"] ?? "") ?? 0
 
     static func rssKiB(_ pid: Int32) -> Int? {
@@ -16,7 +17,7 @@ import Testing
 
     static func viewer(_ tool: String, _ arguments: [String]) throws -> Process {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: which(tool)!)
+        p.executableURL = URL(fileURLWithPath: Locations.program(tool)!)
         p.arguments = arguments
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
