@@ -191,7 +191,8 @@ func residentKiB() -> Int {
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
 }
 
-@Suite(.serialized, .tags(.integration, .sanitized)) struct UDPSourceTests {
+/// The source lock on its own, on an injected clock.
+@Suite struct UDPSourceLockTests {
     @Test func aPortLearntFromTheFirstDatagramHoldsWhileTheCameraTalks() throws {
         var lock = UDPSourceLock(address: "127.0.0.1", takeover: .seconds(2))
         let camera = try SocketAddress(ipAddress: "127.0.0.1", port: 40000)
@@ -205,7 +206,9 @@ func residentKiB() -> Int {
         // camera may come back from a new port (then the old one is the stranger).
         #expect(seen == [true, false, false, true, true, false])
     }
+}
 
+@Suite(.serialized, .tags(.integration, .sanitized)) struct UDPSourceTests {
     @Test func framesForgedFromAnotherPortNeverReachTheHub() async throws {
         let s = try await PanasonicSetup.make()
         #expect(await s.collector.wait(for: 10))

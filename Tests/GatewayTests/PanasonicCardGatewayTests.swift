@@ -27,6 +27,13 @@ import TestSupport
         try await curlGet(url, extra)
     }
 
+    /// Waits until the driver has asked the body for its state `n` more times (its keep-alive, which
+    /// is also how it notices shots on the body): an event to wait for, not a span of time.
+    func moreKeepAlives(_ emu: PanasonicEmulator, _ n: Int = 2) async -> Bool {
+        let seen = emu.requests(mode: "getstate").count
+        return await waitUntil(timeout: 20) { emu.requests(mode: "getstate").count >= seen + n }
+    }
+
     @Test func captureFetchesTheShotABodyShotArrivesAndARefusalIsTheCamerasReason() async throws {
         let emu = try await emulator { $0.rawPlusJPEG = true }
         emu.shootOnBody()  // already on the card: not part of the next shot
@@ -64,7 +71,7 @@ import TestSupport
         #expect(bodySaved.fromBody && Array(FileManager.default.contents(atPath: bodySaved.path) ?? Data()) == emu.cardFile(body))
         before = cam.driver.stats.frames
         #expect(await waitUntil(timeout: 10) { cam.driver.stats.frames > before + 5 }, "live view did not come back after the body shot")
-        try await Task.sleep(for: .seconds(5))  // more keep-alives: nothing fetched twice
+        #expect(await moreKeepAlives(emu), "no more keep-alives")  // nothing fetched twice after them
         #expect(gateway.captures(camera: "cam0").count == 4, "\(gateway.captures(camera: "cam0").map(\.cameraName))")
 
         // The card as getstate reports it: in, writable, shots left falling with each shot.
@@ -75,7 +82,7 @@ import TestSupport
         // While the body records a movie the card is written all along: never a mode switch then.
         let switches = emu.requests(mode: "camcmd").count
         emu.recordMovieOnBody(true)
-        try await Task.sleep(for: .seconds(5))
+        #expect(await moreKeepAlives(emu, 3), "no more keep-alives")
         #expect(emu.requests(mode: "camcmd").count == switches, "\(emu.requests(mode: "camcmd").suffix(4).map { $0.value ?? "" })")
         emu.recordMovieOnBody(false)
 
@@ -132,7 +139,7 @@ import TestSupport
         let nextDay = emu.shootOnBody()
         #expect(await waitUntil(timeout: 20) { gateway.captures(camera: "cam0").contains { $0.cameraName == nextDay } },
                 "the body shot \(nextDay) was not fetched")
-        try await Task.sleep(for: .seconds(3))  // more keep-alives: nothing fetched twice
+        #expect(await moreKeepAlives(emu), "no more keep-alives")  // nothing fetched twice after them
         let saved = gateway.captures(camera: "cam0").map(\.cameraName)
         #expect(saved.sorted() == emu.cardNames.filter { !old.contains($0) }.sorted(), "\(saved)")
         for c in gateway.captures(camera: "cam0") {
