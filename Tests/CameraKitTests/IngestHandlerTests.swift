@@ -4,6 +4,7 @@ import CameraWire
 import LiveViewCore
 import NIOCore
 import NIOEmbedded
+import NIOHTTP1
 import Testing
 import TestSupport
 
@@ -84,5 +85,68 @@ import TestSupport
         let last = try newest()
         #expect(last.bytes == source.frame(index: 3).jpeg && last.sequence == 3)
         #expect(try channel.finish().isClean)
+    }
+}
+
+/// Sony's endless live-view body on an `EmbeddedChannel`: the HTTP parts go in by hand, the stream
+/// cut at awkward places, and the frames are in the hub at once.
+@Suite struct SonyLiveviewHandlerTests {
+    let hub = FrameHub()
+    let stats = DriverStats()
+    let source = try! TestPatternSource(width: 320, height: 240)
+
+    /// A channel with the handler, connected (an embedded channel is inactive until then, and closing
+    /// is what these tests look for).
+    func connected(status: Collected<[Int]>) throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel(handler: handler(status: status))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 10000)).wait()
+        #expect(channel.isActive)
+        return channel
+    }
+
+    func handler(status: Collected<[Int]>) -> SonyLiveviewHandler {
+        SonyLiveviewHandler(publisher: FramePublisher(hub: hub, pool: FramePool(capacity: 4, frameBytes: 64 * 1024),
+                                                      stats: stats, cameraIndex: 0),
+                            onStatus: { code in status.withLock { $0.append(code) } }, onFrame: {})
+    }
+
+    @Test func packetsCutAnywhereBecomeTheCamerasFramesAndGarbageIsADrop() throws {
+        let status = Collected<[Int]>([])
+        let channel = try connected(status: status)
+        var stream: [UInt8] = []
+        for n in 0..<3 {
+            SonyRemotePacket.appendJPEG(source.frame(index: n).jpeg, seq: UInt16(10 + n), timestampMs: UInt32(1000 + 33 * n),
+                                        to: &stream)
+            if n == 1 { stream += [0xDE, 0xAD, 0xBE, 0xEF, 0x00, 0x11] }  // bytes that are no packet
+        }
+        try channel.writeInbound(HTTPClientResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok)))
+        // Pieces of 1, 7, 135, 1000, 1, 7, 135, 1000 … bytes: headers and JPEGs split everywhere.
+        let sizes = [1, 7, 135, 1000]
+        var at = 0, i = 0
+        while at < stream.count {
+            let end = min(stream.count, at + sizes[i % sizes.count])
+            try channel.writeInbound(HTTPClientResponsePart.body(ByteBuffer(bytes: stream[at..<end])))
+            at = end
+            i += 1
+        }
+        #expect(status.withLock { $0 } == [200])
+        #expect(hub.published == 3, "\(stats.dropsByReason)")
+        #expect(stats.drops >= 1, "the garbage between packets was not counted")
+        let f = try #require(hub.latest())
+        defer { f.release() }
+        #expect(Array(f.bytes) == source.frame(index: 2).jpeg, "the frame is the camera's JPEG, byte for byte")
+        #expect(f.sequence == 12)
+        #expect(channel.isActive, "a 200 answer keeps the connection")
+        try channel.writeInbound(HTTPClientResponsePart.end(nil))
+        #expect(!channel.isActive, "the end of the body closes the connection")
+    }
+
+    @Test func aRefusalClosesTheConnectionAndSaysWhy() throws {
+        let status = Collected<[Int]>([])
+        let channel = try connected(status: status)
+        try channel.writeInbound(HTTPClientResponsePart.head(HTTPResponseHead(version: .http1_1, status: .serviceUnavailable)))
+        #expect(status.withLock { $0 } == [503])
+        #expect(!channel.isActive)
+        #expect(hub.published == 0)
     }
 }
