@@ -12,11 +12,6 @@ import Testing
 
 typealias BanditFrameCollector = FrameCollector
 
-/// Polls `condition` every 20 ms until it holds or `seconds` pass; returns whether it held.
-func banditWait(seconds: Double, _ condition: () -> Bool) async -> Bool {
-    await waitUntil(timeout: seconds, condition)
-}
-
 struct BanditSetup {
     let emulator: BanditEmulator
     let driver: BanditDriver
@@ -114,7 +109,7 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
         let s = try await BanditSetup.make(firstPacketNumber: 65_450)
         #expect(await s.collector.wait(for: 5))
         s.emulator.inject(.dropEveryNthDatagram(13))
-        #expect(await banditWait(seconds: 6) { s.emulator.sentFrames.filter(\.damaged).count >= 12 })
+        #expect(await waitUntil(timeout: 6) { s.emulator.sentFrames.filter(\.damaged).count >= 12 })
         s.emulator.inject(.none)
         let n = s.collector.count
         #expect(await s.collector.wait(for: n + 10, seconds: 5))
@@ -150,13 +145,13 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
         s.driver.onEvent = { e in seen.withLock { $0.append(e) } }
         #expect(await s.collector.wait(for: 5))
         try await s.driver.startRecording()
-        #expect(await banditWait(seconds: 3) { s.collector.all.filter { $0.timeBase == .camera }.count >= 15 })
-        #expect(await banditWait(seconds: 2) { s.driver.events.contains(.recordingStarted) })
+        #expect(await waitUntil(timeout: 3) { s.collector.all.filter { $0.timeBase == .camera }.count >= 15 })
+        #expect(await waitUntil(timeout: 2) { s.driver.events.contains(.recordingStarted) })
         #expect(s.driver.isRecording && s.emulator.isRecording)
         try await s.driver.stopRecording()
         let n = s.collector.count
         #expect(await s.collector.wait(for: n + 5))
-        #expect(await banditWait(seconds: 2) { s.driver.events.contains { if case .recordingStopped = $0 { return true }; return false } })
+        #expect(await waitUntil(timeout: 2) { s.driver.events.contains { if case .recordingStopped = $0 { return true }; return false } })
         await s.shutdown()
 
         let frames = s.collector.all
@@ -265,12 +260,12 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
     @Test func viewfinderStoppedByTheCameraIsRestarted() async throws {
         let s = try await BanditSetup.make()
         #expect(await s.collector.wait(for: 5))
-        #expect(await banditWait(seconds: 2) { s.emulator.backchannelClients == 1 })
+        #expect(await waitUntil(timeout: 2) { s.emulator.backchannelClients == 1 })
         s.emulator.cameraStopsViewfinder()
         let n = s.driver.stats.frames
         let t0 = Date()
-        #expect(await banditWait(seconds: 2) { s.driver.events.contains(.viewfinderStopped) })
-        #expect(await banditWait(seconds: 5) { s.driver.stats.frames >= n + 10 })
+        #expect(await waitUntil(timeout: 2) { s.driver.events.contains(.viewfinderStopped) })
+        #expect(await waitUntil(timeout: 5) { s.driver.stats.frames >= n + 10 })
         // Restarted on the notification, well before the 2 s stall watchdog would have.
         #expect(Date().timeIntervalSince(t0) < 1.8)
         #expect(s.driver.viewfinderRestarts >= 1)
@@ -285,9 +280,9 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
         let seen = Collected<[BanditEvent]>([])
         s.driver.onEvent = { e in seen.withLock { $0.append(e) } }
         #expect(await s.collector.wait(for: 3))
-        #expect(await banditWait(seconds: 2) { s.emulator.backchannelClients == 1 })
+        #expect(await waitUntil(timeout: 2) { s.emulator.backchannelClients == 1 })
         s.emulator.notifyMemoryLow(availableBytes: 123_456_789)
-        #expect(await banditWait(seconds: 2) { seen.withLock { $0 }.contains(.memoryLow(availableBytes: 123_456_789)) })
+        #expect(await waitUntil(timeout: 2) { seen.withLock { $0 }.contains(.memoryLow(availableBytes: 123_456_789)) })
         #expect(s.driver.events.contains(.viewfinderStarted))
         await s.shutdown()
     }
@@ -306,7 +301,7 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
         #expect(await s.collector.wait(for: 5))
         s.emulator.inject(.stall(seconds: 2.6))
         let n = s.driver.stats.frames
-        #expect(await banditWait(seconds: 6) { s.driver.viewfinderRestarts >= 1 && s.driver.stats.frames >= n + 10 })
+        #expect(await waitUntil(timeout: 6) { s.driver.viewfinderRestarts >= 1 && s.driver.stats.frames >= n + 10 })
         let starts = s.emulator.requests.filter { $0.path == "/api/2/viewfinder" && $0.body.contains("true") }
         #expect(starts.count >= 2)
         #expect(s.driver.state == .streaming)
@@ -316,11 +311,11 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
     @Test func disconnectedCameraIsReconnected() async throws {
         let s = try await BanditSetup.make()
         #expect(await s.collector.wait(for: 5))
-        #expect(await banditWait(seconds: 2) { s.emulator.backchannelClients == 1 })
+        #expect(await waitUntil(timeout: 2) { s.emulator.backchannelClients == 1 })
         s.emulator.inject(.disconnect)
         let n = s.driver.stats.frames
         let t0 = Date()
-        #expect(await banditWait(seconds: 5) { s.driver.stats.frames >= n + 10 })
+        #expect(await waitUntil(timeout: 5) { s.driver.stats.frames >= n + 10 })
         #expect(Date().timeIntervalSince(t0) < 5)
         #expect(s.driver.stats.reconnects >= 1)
         #expect(s.emulator.requests.filter { $0.path == "/api/version" }.count >= 2)
@@ -339,12 +334,12 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
         driver.start(hub: hub)
         #expect(await collector.wait(for: 10))
         await first.stop()
-        #expect(await banditWait(seconds: 3) { driver.state != .streaming })
+        #expect(await waitUntil(timeout: 3) { driver.state != .streaming })
         let second = BanditEmulator(port: port, fps: 30, source: try TestPatternSource(width: 320, height: 240), group: group)
         _ = try await second.start()
         let n = driver.stats.frames
         let t0 = Date()
-        #expect(await banditWait(seconds: 5) { driver.stats.frames >= n + 10 })
+        #expect(await waitUntil(timeout: 5) { driver.stats.frames >= n + 10 })
         #expect(Date().timeIntervalSince(t0) < 5)
         #expect(driver.state == .streaming)
         #expect(second.requests.contains { $0.path == "/api/2/viewfinder" })
@@ -463,7 +458,7 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
         let r = try await client.request("POST", HTTPURL(host: "127.0.0.1", port: port, target: "/api/2/viewfinder"),
                                          headers: [("Content-Type", "application/json")], body: body)
         #expect(r.status == 200)
-        #expect(await banditWait(seconds: 5) { emulator.framesSent >= 12 })
+        #expect(await waitUntil(timeout: 5) { emulator.framesSent >= 12 })
         _ = try await client.request("POST", HTTPURL(host: "127.0.0.1", port: port, target: "/api/2/viewfinder"),
                                      body: Array(#"{"viewfinder_active": false, "viewfinder_streaming_port": -1}"#.utf8))
         try await Task.sleep(for: .milliseconds(100))

@@ -85,10 +85,9 @@ extension PTPTests {
             #expect(sets.first?.data == [6, 0])
             #expect(s.emulator.propertyValue(0x5005) == 6)
             // The camera announces the change on the event socket; the driver reads it there.
-            let deadline = Date().addingTimeInterval(2)
-            while !s.driver.recentEvents.contains(where: { $0.code == PTPEvent.devicePropChanged && $0.params == [0x5005] }),
-                  Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
-            #expect(s.driver.recentEvents.contains { $0.code == PTPEvent.devicePropChanged && $0.params == [0x5005] })
+            #expect(await waitUntil(timeout: 2, poll: .milliseconds(10)) {
+                s.driver.recentEvents.contains { $0.code == PTPEvent.devicePropChanged && $0.params == [0x5005] }
+            })
             let props = try await s.driver.properties()
             #expect(props.first { $0.name == .whiteBalance }?.value == .text("tungsten"))
             await s.shutdown()

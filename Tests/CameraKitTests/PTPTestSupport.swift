@@ -88,8 +88,7 @@ func ptpKillAndRestart(_ kind: PTPEmulatorKind) async throws {
     driver.start(hub: hub)
     #expect(await collector.wait(for: 5))
     await first.stop()
-    let deadline = Date().addingTimeInterval(5)
-    while driver.state == .streaming && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+    await waitUntil(timeout: 5, poll: .milliseconds(20)) { driver.state != .streaming }
     #expect(driver.state != .streaming)
     let second = PTPEmulator(kind: kind, port: first.port, eventPort: kind == .fuji ? first.eventPort : 0,
                              liveViewPort: kind == .fuji ? first.liveViewPort : 0, fps: 30,

@@ -135,7 +135,7 @@ import TestSupport
         let s = try await PanasonicSetup.make(access: .reqAcc, start: false)
         s.emulator.failNext(mode: "accctrl", result: "err_user_refused")
         s.driver.start(hub: s.hub)
-        #expect(await panasonicEventually(3) { s.driver.state == .failed })
+        #expect(await waitUntil(timeout: 3) { s.driver.state == .failed })
         try await Task.sleep(for: .milliseconds(600))
         #expect(s.emulator.requests(mode: "accctrl").count == 1, "never asks again")
         #expect(s.driver.lastError?.contains("err_user_refused") == true)

@@ -11,11 +11,6 @@ import Testing
 
 typealias PanasonicFrameCollector = FrameCollector
 
-/// Polls a condition for at most `seconds`.
-func panasonicEventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
-    await waitUntil(timeout: seconds, condition)
-}
-
 struct PanasonicSetup {
     let emulator: PanasonicEmulator
     let driver: PanasonicDriver
@@ -134,8 +129,8 @@ struct PanasonicSetup {
             #expect(PanasonicReply(body: r.body).isOK)
         }
         let t0 = Date()
-        #expect(await panasonicEventually(1) { receiver.count >= 10 })
-        #expect(await panasonicEventually(4) { !emulator.isStreaming })
+        #expect(await waitUntil(timeout: 1) { receiver.count >= 10 })
+        #expect(await waitUntil(timeout: 4) { !emulator.isStreaming })
         let stoppedAfter = Date().timeIntervalSince(t0)
         #expect(stoppedAfter > 1.2 && stoppedAfter < 2.5, "stopped after \(stoppedAfter) s")
         #expect(emulator.keepAliveTimeouts == 1)
@@ -150,7 +145,7 @@ struct PanasonicSetup {
         try await Task.sleep(for: .milliseconds(300))
         #expect(receiver.count == c)
         _ = try await http.request("GET", HTTPURL(host: "127.0.0.1", port: port, target: "/cam.cgi?mode=startstream&value=\(receiver.port)"))
-        #expect(await panasonicEventually(2) { receiver.count > c + 5 })
+        #expect(await waitUntil(timeout: 2) { receiver.count > c + 5 })
         await emulator.stop()
     }
 

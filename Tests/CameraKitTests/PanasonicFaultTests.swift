@@ -15,7 +15,7 @@ import TestSupport
         #expect(await s.collector.wait(for: 10))
         let port = s.emulator.port
         await s.emulator.stop()
-        #expect(await panasonicEventually(6) { s.driver.state != .streaming })
+        #expect(await waitUntil(timeout: 6) { s.driver.state != .streaming })
         // A new body on the same address (it has forgotten the registration and the stream).
         var config = PanasonicEmulator.Configuration()
         config.access = .reqAcc
@@ -52,7 +52,7 @@ import TestSupport
         let s = try await PanasonicSetup.make(keepAlive: .milliseconds(500))
         #expect(await s.collector.wait(for: 10))
         s.emulator.inject(.disconnect)
-        #expect(await panasonicEventually(1) { !s.emulator.isStreaming })
+        #expect(await waitUntil(timeout: 1) { !s.emulator.isStreaming })
         let n = s.collector.count
         let t0 = Date()
         #expect(await s.collector.wait(for: n + 10, seconds: 5))
@@ -137,7 +137,7 @@ struct PanasonicConformanceTests {
         for q in ["mode=camcmd&value=recmode", "mode=startstream&value=\(receiver.port)"] {
             _ = try await http.request("GET", HTTPURL(host: "127.0.0.1", port: port, target: "/cam.cgi?\(q)"))
         }
-        #expect(await panasonicEventually(3) { receiver.datagrams.count >= 8 })
+        #expect(await waitUntil(timeout: 3) { receiver.datagrams.count >= 8 })
         await emulator.stop()
         let emitted = receiver.datagrams
         try #require(emitted.count >= 8)

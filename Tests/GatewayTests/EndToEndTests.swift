@@ -163,8 +163,7 @@ import TestSupport
         let (server, api) = try await startAPIServer(gateway)
         let bin = livegateBinary()!
         // The camera must be connected before its properties can be set.
-        let deadline = Date().addingTimeInterval(10)
-        while emulator.framesSent < 3, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil(timeout: 10) { emulator.framesSent >= 3 }
         emulator.clearRequests()
         let values: [(String, String)] = [
             ("whiteBalance", "5500K"), ("iso", "1600"), ("shutterSpeed", "1/500"), ("aperture", "8"),

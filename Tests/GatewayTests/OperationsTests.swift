@@ -55,8 +55,7 @@ final class GatewayProcess: @unchecked Sendable {  // the Process is only touche
 
     func stop() async {
         if process.isRunning { process.terminate() }
-        let end = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < end { try? await Task.sleep(for: .milliseconds(50)) }
+        await waitUntil(timeout: 10) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(at: log)
     }

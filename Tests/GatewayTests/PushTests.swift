@@ -72,12 +72,12 @@ func pushStates(_ api: String, camera: String = "cam0") async -> [[String: Any]]
 
 /// Polls until the push to `url` is in `state` (or the deadline).
 func waitForPush(_ api: String, url: String, state: String, timeout: Double) async -> [String: Any]? {
-    let end = Date().addingTimeInterval(timeout)
-    while Date() < end {
-        if let p = await pushStates(api).first(where: { $0["url"] as? String == url }), p["state"] as? String == state { return p }
-        try? await Task.sleep(for: .milliseconds(200))
+    var found: [String: Any]?
+    await waitUntilAsync(timeout: timeout, poll: .milliseconds(200)) {
+        found = await pushStates(api).first { $0["url"] as? String == url && $0["state"] as? String == state }
+        return found != nil
     }
-    return nil
+    return found
 }
 
 @Suite("Push to media servers", .serialized, .tags(.integration))

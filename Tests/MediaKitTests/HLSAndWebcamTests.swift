@@ -39,13 +39,11 @@ extension MediaTests {
             // A player keeps asking (as players do, every target duration); wait for 5 listed segments.
             let playlist = hls.playlistPath(for: "cam1")
             var segments: [String] = []
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline {
+            await waitUntilAsync(timeout: 30, poll: .milliseconds(500)) {
                 _ = await hls.request(camera: "cam1", playlist: true)
                 let text = (try? String(contentsOfFile: playlist, encoding: .utf8)) ?? ""
                 segments = text.split(separator: "\n").filter { $0.hasSuffix(".ts") }.map(String.init)
-                if segments.count >= 5 { break }
-                await pause(0.5)
+                return segments.count >= 5
             }
             #expect(segments.count >= 5, "playlist segments: \(segments)")
             let text = try String(contentsOfFile: playlist, encoding: .utf8)
