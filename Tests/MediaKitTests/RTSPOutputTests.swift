@@ -5,6 +5,15 @@ import MediaKit
 import Testing
 import TestSupport
 
+/// Whether every error gst-launch printed is rtspsrc's PAUSE on its way out failing because its own
+/// CLOSE flushed the connection (a client-side race in GStreamer 1.22's rtspsrc at shutdown).
+func gstOnlyFailedItsOwnPause(_ stderr: String) -> Bool {
+    let errors = stderr.components(separatedBy: "ERROR: from element").dropFirst()
+    return !errors.isEmpty && errors.allSatisfy { e in
+        e.contains("Received end-of-file") && (e.contains("gst_rtspsrc_pause") || e.contains("gst_rtspsrc_try_send"))
+    }
+}
+
 /// Runs ffmpeg/ffprobe clients concurrently; results in the order given.
 func concurrentTools(_ jobs: [(delay: Double, path: String, args: [String])], timeout: Double) async throws -> [ToolResult] {
     try await withThrowingTaskGroup(of: (Int, ToolResult).self) { group in
@@ -93,10 +102,20 @@ extension MediaTests {
             if toolExists(gstLaunch) {
                 for raw in [false, true] {
                     let depay = raw ? ["rtpjpegdepay", "!", "jpegdec"] : ["rtph264depay", "!", "avdec_h264"]
-                    let r = try await runTool(gstLaunch, ["-q", "rtspsrc", "location=\(rtsp.url(for: "cam1", raw: raw))",
+                    let r = try await runTool(gstLaunch, ["-v", "rtspsrc", "location=\(rtsp.url(for: "cam1", raw: raw))",
                                                           "protocols=tcp", "latency=0", "!"] + depay
-                                                  + ["!", "fakesink", "num-buffers=20"], timeout: 60)
-                    #expect(r.status == 0 && !r.timedOut, "gst-launch rtspsrc \(raw ? "raw" : "h264") after \(r.seconds) s: \(r.stderr) \(r.stdout)")
+                                                  + ["!", "fakesink", "silent=false", "num-buffers=20"], timeout: 60)
+                    let name = "gst-launch rtspsrc \(raw ? "raw" : "h264")"
+                    #expect(!r.timedOut, "\(name) after \(r.seconds) s: \(r.stderr)")
+                    // Decoded pictures reached the sink (its last-message notes; a few may be coalesced).
+                    let decoded = r.stdout.split(separator: "\n").filter { $0.contains("last-message = chain") }.count
+                    #expect(decoded >= 10, "\(name): \(decoded) decoded pictures: \(r.stdout.suffix(800)) \(r.stderr)")
+                    // Not its exit status alone: rtspsrc 1.22 quitting after its 20 buffers sometimes
+                    // fails its own PAUSE on the way out, its CLOSE having flushed the connection under it
+                    // ("Could not send message. (Received end-of-file)" from gst_rtspsrc_pause, the
+                    // server's packets still arriving a millisecond before: seen 3 times in 50 runs).
+                    // Any other error fails.
+                    #expect(r.status == 0 || gstOnlyFailedItsOwnPause(r.stderr), "\(name) exit \(r.status): \(r.stderr)")
                 }
             }
             // Once the clients have gone, their medias are unprepared and leave the graph.
