@@ -3,7 +3,7 @@ SWIFT ?= swift
 SHARED ?= ../shared
 CONFORMANCE := $(SHARED)/conformance/check.sh
 
-.PHONY: run test deps build test-build test-unit test-integration test-tsan conformance bench bench-check clean openapi fuzz soak test-webcam
+.PHONY: run test deps build test-build test-unit test-integration test-tsan test-tsan-build test-tsan-run conformance bench bench-check clean openapi fuzz soak test-webcam
 
 ## Install missing Debian packages, build in release mode, start the gateway on its default
 ## (an emulated Sony camera) and print the URLs to open.
@@ -14,8 +14,10 @@ run: deps build
 ## the integration tier (real processes, sockets, GStreamer and clients, one suite at a time), the
 ## in-process concurrency suites again under ThreadSanitizer, and the conformance suite for
 ## `livegate inspect` when ../shared/conformance is present. Prints each tier's duration at the end.
+## The ThreadSanitizer build ('+': in the background, at the lowest CPU priority) is compiled while
+## the integration tier runs, which mostly waits on sockets and clients; its tests run after it.
 test: deps
-	@./scripts/test-tiers.sh test-build test-unit test-integration test-tsan conformance
+	@./scripts/test-tiers.sh test-build test-unit +test-tsan-build test-integration test-tsan-run conformance
 
 deps:
 	@./deploy/install-deps.sh
@@ -50,8 +52,10 @@ test-integration:
 TSAN_OPTIONS_RUN ?= second_deadlock_stack=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt
 TSAN_REPORTS := $(CURDIR)/.build-tsan/reports
 TSAN_FLAGS := --sanitize=thread -Xswiftc -DLIVEGATE_TSAN --scratch-path .build-tsan
-test-tsan:
+test-tsan: test-tsan-build test-tsan-run
+test-tsan-build:
 	$(SWIFT) build --build-tests $(TSAN_FLAGS)
+test-tsan-run:
 	@rm -rf "$(TSAN_REPORTS)" && mkdir -p "$(TSAN_REPORTS)"
 	@status=0; \
 	TSAN_OPTIONS="$(TSAN_OPTIONS_RUN) log_path=$(TSAN_REPORTS)/tsan" $(SWIFT) test --skip-build --no-parallel \

@@ -349,8 +349,9 @@ def close_all(socks):
                 pass
 
 
-def hold_connections(target, n, seconds, pid, kind, interval, trickle):
-    """idle / slowloris / slowbody: N connections held for SECONDS, the server's closes noted."""
+def hold_connections(target, n, seconds, pid, kind, interval, trickle, until_closed=False):
+    """idle / slowloris / slowbody: N connections held for SECONDS, the server's closes noted
+    (until_closed: the hold ends once the server has closed every one, after two probes at least)."""
     if kind == "slowloris":
         first = f"GET {API} HTTP/1.1\r\nHost: {target.host_header}\r\n{target.auth}".encode()
     elif kind == "slowbody":
@@ -447,6 +448,10 @@ def hold_connections(target, n, seconds, pid, kind, interval, trickle):
             sampler.samples.append(s)
             timeline.append((min(second, seconds), len(closed_at), s[1], s[2]))
         if now >= deadline:
+            break
+        if until_closed and len(closed_at) >= opened and now - t_start >= 2.0:
+            sampler.samples.append(sampler.sample() if pid else (None, None, None))
+            timeline.append((second + 1, len(closed_at), sampler.samples[-1][1], sampler.samples[-1][2]))
             break
         time.sleep(0.05)
     prober.stop()
@@ -902,6 +907,9 @@ def main():
     p.add_argument("--pid", type=int, help="the gateway's process id (descriptors, RSS, limits)")
     p.add_argument("--token", help="bearer token for the API (and RTSP password)")
     p.add_argument("--interval", type=float, default=5.0, help="slowloris/slowbody: seconds between sends (default 5)")
+    p.add_argument("--until-closed", action="store_true",
+                   help="idle/slowloris/slowbody: end as soon as the server has closed every connection "
+                        "(SECONDS is then the deadline)")
     p.add_argument("--trickle", choices=["line", "byte"], default="line",
                    help="slowloris: a short header line (default) or one byte of it per interval")
     p.add_argument("--connections", type=int, default=8, help="flood: keep-alive connections (default 8)")
@@ -934,7 +942,8 @@ def main():
     BASELINE = (0.0, lgtest.open_fds(a.pid), lgtest.rss_kib(a.pid)) if a.pid else None
     if a.mode in ("idle", "slowloris", "slowbody"):
         n, seconds = int(a.args[0]), a.args[1]
-        report, t0, t1 = hold_connections(target, n, seconds, a.pid, a.mode, a.interval, a.trickle)
+        report, t0, t1 = hold_connections(target, n, seconds, a.pid, a.mode, a.interval, a.trickle,
+                                            a.until_closed)
         report.update(n=n, seconds=seconds)
         if a.mode != "idle":
             report.update(interval=a.interval)

@@ -53,25 +53,28 @@ import TestSupport
 
     @Test(.enabled(if: Locations.program("python3") != nil, "needs python3"))
     func idleSlowAndFloodingClientsCannotHoldTheGateway() async throws {
-        let gw = try GatewayProcess(["--http-request-timeout", "5"])
+        let gw = try GatewayProcess(["--http-request-timeout", "5", "--http-idle-timeout", "4"])
         defer { if gw.process.isRunning { kill(gw.process.processIdentifier, SIGKILL) } }
         #expect(await gw.waitReady(), "livegate did not start: \(gw.output)")
         var figures: [String] = []
 
+        // Each hold ends once the server has closed every connection (--until-closed); its seconds are
+        // the deadline for that.
         // 1000 connections that say nothing: above a quarter of the limit, the waiting ones go after 2 s.
-        let idle = try await attack(gw, ["idle", "1000", "12"])
+        let idle = try await attack(gw, ["idle", "1000", "12", "--until-closed"])
         #expect(idle.opened == 1000 && idle.closed_by_server == 1000 && idle.remaining_open_at_end == 0, "idle: \(idle)")
         expectUnharmed(idle, "idle")
         figures.append("1000 idle: all closed by \(idle.all_closed_at_s ?? -1) s, descriptors peak \(idle.fds?.peak ?? -1)")
 
-        // Heads that never end (a header line every second).
-        let slowloris = try await attack(gw, ["slowloris", "500", "13", "--interval", "1"])
+        // Heads that never end (a header line every second): cut at the head deadline (10 s by default,
+        // 4 s here: --http-idle-timeout caps it).
+        let slowloris = try await attack(gw, ["slowloris", "500", "13", "--interval", "1", "--until-closed"])
         #expect(slowloris.opened == 500 && slowloris.closed_by_server == 500, "slowloris: \(slowloris)")
         expectUnharmed(slowloris, "slowloris")
         figures.append("500 slowloris: all closed by \(slowloris.all_closed_at_s ?? -1) s")
 
         // Bodies trickled a byte a second: cut at the request timeout (5 s here, 30 s by default).
-        let slowbody = try await attack(gw, ["slowbody", "100", "10", "--interval", "1"])
+        let slowbody = try await attack(gw, ["slowbody", "100", "10", "--interval", "1", "--until-closed"])
         #expect(slowbody.opened == 100 && slowbody.closed_by_server == 100, "slowbody: \(slowbody)")
         expectUnharmed(slowbody, "slowbody")
         figures.append("100 slow bodies: all closed by \(slowbody.all_closed_at_s ?? -1) s")
