@@ -35,6 +35,8 @@ packages=(
     pipewire-bin
     wireplumber
     dbus
+    xdg-desktop-portal
+    libglib2.0-bin
     nginx-light
     libnginx-mod-rtmp
     python3-gi

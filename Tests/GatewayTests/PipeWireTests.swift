@@ -17,20 +17,36 @@ final class PipeWireSession: @unchecked Sendable {  // the Process is only touch
             && Locations.program("gst-launch-1.0") != nil
     }
 
-    init() throws {
+    /// With `portal`, the session also runs the desktop's camera portal (xdg-desktop-portal and a
+    /// back-end that answers its permission question: Allow, or Deny with `deny`).
+    init(portal: Bool = false, deny: Bool = false) throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("lg-pw-\(UUID().uuidString.prefix(8))")
         log = FileManager.default.temporaryDirectory.appendingPathComponent("lg-pw-\(UUID().uuidString).out")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let out = try FileHandle(forWritingTo: log)
         process.executableURL = URL(fileURLWithPath: Locations.program("python3")!)
-        process.arguments = [Self.script, "daemon", "--dir", dir.path]
+        process.arguments = [Self.script, "daemon", "--dir", dir.path] + (portal ? ["--portal"] : []) + (deny ? ["--deny"] : [])
         process.standardOutput = out
         process.standardError = out
         process.standardInput = FileHandle.nullDevice
         try process.run()
     }
 
+    /// What the portal and its back-end need besides the session: Debian's xdg-desktop-portal,
+    /// gdbus, a python3 with PyGObject.
+    static var portalAvailable: Bool {
+        available && FileManager.default.isExecutableFile(atPath: "/usr/libexec/xdg-desktop-portal")
+            && Locations.program("gdbus") != nil && Locations.python(importing: "gi") != nil
+    }
+
     var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// The questions the portal asked its back-end ("Turn On Camera?"), one JSON object each.
+    var portalQuestions: [[String: Any]] {
+        let text = (try? String(contentsOf: dir.appendingPathComponent("portal-access.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["request"] != nil }
+    }
 
     /// Waits for the daemon's JSON line (the environment a client needs).
     func waitReady() async -> Bool {
@@ -104,6 +120,54 @@ struct PipeWireCameraTests {
         #expect(s?["width"] as? Int == 1280 && s?["height"] as? Int == 720, "\(slate.output)")
         let slateMD5 = Set(((s?["frames_detail"] as? [[String: Any]]) ?? []).compactMap { $0["md5"] as? String })
         #expect(slateMD5.count == 1 && liveMD5.isDisjoint(with: slateMD5), "slate frames: \(slateMD5.count) distinct")
+        await gw.stop()
+        await pw.stop()
+    }
+
+    static let chromiumCheck = Locations.repository.appendingPathComponent("scripts/webcam-guest/chromium-check.py").path
+    static let chromiumUsable: Bool = {
+        guard let python = Locations.program("python3"), Locations.program("chromium") != nil else { return false }
+        return (try? runProcess(python, ["-c", "import playwright"], timeout: 60).status) == 0
+    }()
+
+    /// The way a browser reaches a PipeWire camera: Chromium with WebRtcPipeWireCamera asks the
+    /// desktop's camera portal (xdg-desktop-portal) for access, the portal asks the desktop's
+    /// dialog (here a back-end that answers Allow, as the user would), hands Chromium a PipeWire
+    /// connection that shows camera nodes only, and Chromium lists livegate's node, opens it with
+    /// getUserMedia and sends it through a local RTCPeerConnection pair: frames decoded, in colour,
+    /// changing (scripts/webcam-guest/chromium-check.py, the page the v4l2loopback guest uses).
+    /// Seen by hand, the check fails without the feature switch (getUserMedia: NotFoundError) and
+    /// when the dialog answers Deny (Chromium 156's getUserMedia then never answers).
+    @Test(.enabled(if: livegateBinary() != nil && PipeWireSession.portalAvailable && chromiumUsable,
+                   "needs the livegate binary, the PipeWire session's programs, xdg-desktop-portal, python3-gi, Debian's chromium and playwright (deploy/install-deps.sh, requirements-test.txt)"))
+    func chromiumOpensTheCameraThroughTheDesktopsCameraPortal() async throws {
+        let pw = try PipeWireSession(portal: true)
+        defer { Task { await pw.stop() } }
+        #expect(await pw.waitReady(), "the PipeWire session and its portal did not start: \(pw.output)")
+        let sony = SonyEmulator(port: 0, fps: 30, source: try TestPatternSource(width: 320, height: 240),
+                                group: MultiThreadedEventLoopGroup.singleton)
+        let port = try await sony.start()
+        defer { Task { await sony.stop() } }
+        let gw = try GatewayProcess(["--camera", "sony://127.0.0.1:\(port)", "--pipewire", "livegate-test"], environment: pw.environment)
+        #expect(await gw.waitReady(), "\(gw.output)")
+        let node = try await pw.client(["nodes", "--node", "livegate-test", "--timeout", "15"], timeout: 20)
+        #expect(node.status == 0, "no livegate-test node: \(node.output)")
+
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("lg-portal-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: out) }
+        let envArgs = pw.environment.map { "\($0.key)=\($0.value)" }
+        let r = try await runProcessAsync("/usr/bin/env", envArgs + [Locations.program("python3")!, Self.chromiumCheck,
+                                          "--label", "livegate-test", "--frames", "20", "--timeout", "60", "--out", out.path,
+                                          "--chromium-arg=--enable-features=WebRtcPipeWireCamera"], timeout: 200)
+        let verdict = r.output.split(separator: "\n").last { $0.hasPrefix("result: ") }.map(String.init) ?? "(no result line)"
+        let questions = pw.portalQuestions
+        #expect(questions.count == 1 && questions.first?["title"] as? String == "Turn On Camera?",
+                "the portal did not ask its dialog once: \(questions) \(r.output.suffix(1500))")
+        #expect(verdict == "result: ok", "Chromium through the portal: \(verdict)\n\(r.output.suffix(3000))")
+        // The device Chromium opened is livegate's node, in the node's one mode.
+        #expect(r.output.contains("\"livegate-test\""), "\(r.output.suffix(1500))")
+        #expect(r.output.contains("\"width\": 1280") && r.output.contains("\"height\": 720"), "\(r.output.suffix(1500))")
         await gw.stop()
         await pw.stop()
     }

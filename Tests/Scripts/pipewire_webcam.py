@@ -4,11 +4,16 @@
 Python 3.11 standard library only; runs Debian's dbus-daemon, pipewire, wireplumber, pw-cli,
 pw-dump and gst-launch-1.0 (gstreamer1.0-pipewire, -tools, -plugins-base).  Works as root as is.
 
-  pipewire_webcam.py daemon --dir DIR
+  pipewire_webcam.py daemon --dir DIR [--portal [--deny]]
       DIR (mode 700) becomes XDG_RUNTIME_DIR; starts dbus-daemon, pipewire and wireplumber (logs
       in DIR/*.log), prints one JSON line with the env a client needs, then runs until
       SIGTERM/SIGINT/SIGHUP or until its stdin (a pipe, socket or tty) closes, and stops its
       children.  Exit 2, with the tail of the failing log, if one does not start or dies.
+      --portal also starts the desktop's camera portal, as a browser reaches a PipeWire camera:
+      xdg-desktop-portal with one desktop back-end, portal_access.py, which answers its
+      permission question ("Turn On Camera?") as a user clicking Allow (Deny with --deny) and
+      logs each question as a JSON line in DIR/portal-access.log.  The permission store keeps
+      its answers in DIR/data (XDG_DATA_HOME), never in $HOME.
   pipewire_webcam.py read --node NAME [--frames N] [--timeout S] [--dir DIR]
       Waits for the node, reads N buffers from it and prints {"frames", "width", "height",
       "format" (the node's raw format), "frames_detail": [{"mean", "md5"}...], "seconds"} and
@@ -52,6 +57,19 @@ def tail(path, n=25):
 
 
 # ---------------------------------------------------------------------------------------- daemon
+HERE = os.path.dirname(os.path.abspath(__file__))
+XDP = "/usr/libexec/xdg-desktop-portal"  # Debian's xdg-desktop-portal package
+ACCESS_NAME = "org.freedesktop.impl.portal.desktop.livegatetest"
+
+
+def gi_python():
+    """A python3 that can import gi (PyGObject): this one, or Debian's own."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if py and subprocess.run([py, "-c", "import gi"], capture_output=True).returncode == 0:
+            return py
+    raise RuntimeError("no python3 with PyGObject (python3-gi) for the portal's back-end")
+
+
 class Session:
     """dbus-daemon, pipewire and wireplumber for one runtime dir, each logging to DIR/NAME.log."""
 
@@ -60,8 +78,10 @@ class Session:
         self.env = dict(os.environ, **client_env(d))
         # WirePlumber keeps restore state in XDG_STATE_HOME and reads XDG_CONFIG_HOME: both stay
         # inside DIR, so a run neither sees the user's files nor leaves any in $HOME.
+        # The portal's permission store (started by the bus) writes XDG_DATA_HOME: DIR too.
         self.env.update(XDG_STATE_HOME=os.path.join(d, "state"),
-                        XDG_CONFIG_HOME=os.path.join(d, "config"))
+                        XDG_CONFIG_HOME=os.path.join(d, "config"),
+                        XDG_DATA_HOME=os.path.join(d, "data"))
 
     def log(self, name):
         return os.path.join(self.d, f"{name}.log")
@@ -108,6 +128,34 @@ class Session:
         self.wait_until(wp, lambda: 'metadata.name = "default"' in self.pw_cli("ls", "Metadata").stdout)
         time.sleep(0.3)
 
+    def start_portal(self, deny):
+        """xdg-desktop-portal exports its Camera portal only when a desktop back-end implements
+        Access (the permission dialog): a .portal file in DIR/portals names portal_access.py's
+        bus name for the desktop XDG_CURRENT_DESKTOP says, and the back-end owns that name
+        before the portal starts."""
+        portals = os.path.join(self.d, "portals")
+        os.makedirs(portals, exist_ok=True)
+        with open(os.path.join(portals, "livegate-test.portal"), "w") as f:
+            f.write(f"[portal]\nDBusName={ACCESS_NAME}\nInterfaces=org.freedesktop.impl.portal.Access;\n"
+                    "UseIn=livegate-test\n")
+        access_log = os.path.join(self.d, "portal-access.log")
+        with open(access_log, "w"):
+            pass
+        with open(access_log, "ab") as out:
+            access = self.start("portal-access", [gi_python(), os.path.join(HERE, "portal_access.py"),
+                                                  "--name", ACCESS_NAME] + (["--deny"] if deny else []),
+                                stdout=out)
+        self.wait_until(access, lambda: '"ready"' in open(access_log).read())
+        self.env.update(XDG_DESKTOP_PORTAL_DIR=portals, XDG_CURRENT_DESKTOP="livegate-test")
+        xdp = self.start("xdg-desktop-portal", [XDP, "--verbose", "--replace"])
+
+        def camera_portal():
+            r = subprocess.run(["gdbus", "introspect", "--session", "--dest", "org.freedesktop.portal.Desktop",
+                                "--object-path", "/org/freedesktop/portal/desktop"], env=self.env,
+                               capture_output=True, text=True, timeout=5)
+            return "org.freedesktop.portal.Camera" in r.stdout
+        self.wait_until(xdp, camera_portal, timeout=20)
+
     def stop_all(self):
         for _, p in reversed(self.children):  # wireplumber, then pipewire, then the bus
             p.terminate()
@@ -135,6 +183,8 @@ def daemon(args):
     try:  # `finally` stops the children however we leave: error, signal or stdin closed
         try:
             s.start_all()
+            if args.portal:
+                s.start_portal(args.deny)
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
             return s.fail(s.current, e)
         print(json.dumps(client_env(d)), flush=True)
@@ -254,7 +304,10 @@ def main():
         signal.signal(s, lambda *_: sys.exit(0))  # unwinds through the `finally` blocks
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("daemon").add_argument("--dir", required=True)
+    dm = sub.add_parser("daemon")
+    dm.add_argument("--dir", required=True)
+    dm.add_argument("--portal", action="store_true", help="also the camera portal (xdg-desktop-portal)")
+    dm.add_argument("--deny", action="store_true", help="with --portal: the user answers Deny")
     r = sub.add_parser("read")
     r.add_argument("--node", required=True)
     r.add_argument("--frames", type=int, default=30)

@@ -38,6 +38,8 @@ def main() -> int:
     ap.add_argument("--size", default="1280x720", help="the size getUserMedia asks for")
     ap.add_argument("--timeout", type=float, default=150, help="seconds for the page's check (after it loaded)")
     ap.add_argument("--out", default="/tmp")
+    ap.add_argument("--chromium-arg", action="append", default=[],
+                    help="one more Chromium switch (repeatable), e.g. --enable-features=WebRtcPipeWireCamera")
     a = ap.parse_args()
     t0 = time.monotonic()
 
@@ -62,7 +64,8 @@ def main() -> int:
         browser = p.chromium.launch(
             executable_path=chromium_binary(), headless=True, timeout=180_000,
             args=["--no-sandbox", "--use-fake-ui-for-media-stream", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--autoplay-policy=no-user-gesture-required", "--disable-features=WebRtcHideLocalIpsWithMdns"])
+                  "--autoplay-policy=no-user-gesture-required", "--disable-features=WebRtcHideLocalIpsWithMdns",
+                  *a.chromium_arg])
         mark(f"chromium {browser.version} launched")
         ctx = browser.new_context()
         ctx.grant_permissions(["camera"], origin=url.rsplit("/", 1)[0])
