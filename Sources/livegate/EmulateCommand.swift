@@ -23,7 +23,7 @@ struct Emulate: AsyncParsableCommand {
     @Option(name: .long, help: "Frames per second.") var fps: Double = 30
     @Option(name: .long, help: "Live-view size WIDTHxHEIGHT.") var size: String = "768x432"
     @Flag(name: .long, help: """
-        Behave like a real body, slow and moody: mode switches take 2 s with "busy" answers meanwhile,         the first frame comes 1.5 s after the stream starts, every third property set is refused as busy         once, card listings take 300 ms a page (Sony and PTP emulators).
+        Behave like a real body, slow and moody: mode switches take 2 s with "busy" answers meanwhile,         the first frame comes 1.5 s after the stream starts, every third property set is refused as busy         once, card listings take 300 ms a page (every emulator).
         """) var moody = false
 
     func parsedSize() throws -> (Int, Int) {

@@ -19,10 +19,10 @@ struct BanditSetup {
     let collector: BanditFrameCollector
 
     static func make(width: Int = 320, height: Int = 240, fps: Double = 30, start: Bool = true,
-                     firstPacketNumber: UInt16 = 0) async throws -> BanditSetup {
+                     firstPacketNumber: UInt16 = 0, mood: EmulatorMood = .prompt) async throws -> BanditSetup {
         let group = MultiThreadedEventLoopGroup.singleton
         let emulator = BanditEmulator(port: 0, fps: fps, source: try TestPatternSource(width: width, height: height),
-                                      group: group, firstPacketNumber: firstPacketNumber)
+                                      group: group, firstPacketNumber: firstPacketNumber, mood: mood)
         let port = try await emulator.start()
         let driver = BanditDriver(endpoint: BanditEndpoint(host: "127.0.0.1", port: port, viewfinderPort: 0),
                                   group: group, logger: banditLogger())
@@ -175,6 +175,33 @@ func banditIsWholeJPEG(_ bytes: [UInt8]) -> Bool {
         #expect(seen.withLock { $0 }.contains(.recordingStarted))
         let posts = s.emulator.requests.filter { $0.path == "/api/2/record" }.map(\.body)
         #expect(posts == [#"{"recording_active":true}"#, #"{"recording_active":false}"#])
+    }
+
+    /// A moody body (EmulatorMood.moody): its first viewfinder frame 1.5 s late, 503 "busy" for
+    /// 2 s after a recording stops (the file is finalised), every third settings write 503 once.
+    /// livegate waits each out: a setting and a new recording right after a stop, and three
+    /// settings in a row, all succeed; the busy answers were asked again, not passed on.
+    @Test func aMoodyBodyIsWaitedOutNotPassedOn() async throws {
+        let s = try await BanditSetup.make(mood: .moody)
+        #expect(await s.collector.wait(for: 5, seconds: 15), "no frame from a body whose first one comes 1.5 s late")
+        try await s.driver.startRecording()
+        #expect(await waitUntil(timeout: 5) { s.emulator.isRecording })
+        try await s.driver.stopRecording()
+        // Finalising the file: the next recording waits for it, and after that one the next setting.
+        try await s.driver.startRecording()
+        #expect(await waitUntil(timeout: 5) { s.emulator.isRecording }, "the second recording did not start")
+        try await s.driver.stopRecording()
+        try await s.driver.setProperty(.whiteBalance, to: .text("tungsten"))
+        for wb in ["daylight", "cloudy", "auto"] { try await s.driver.setProperty(.whiteBalance, to: .text(wb)) }
+        let n = s.collector.count
+        #expect(await s.collector.wait(for: n + 5), "the viewfinder stopped")
+        await s.shutdown()
+        let writes = s.emulator.requests.filter { $0.method == "PUT" && $0.path == "/api/2/settings/camera" }
+        let records = s.emulator.requests.filter { $0.path == "/api/2/record" }
+        // Each busy answer was followed by the same request again: more requests than actions.
+        #expect(writes.count > 4, "\(writes.count) settings writes for 4 settings: no 503 was waited out")
+        #expect(records.count > 4, "\(records.count) record requests for 4 starts and stops: the second start did not wait")
+        #expect(s.emulator.requests.last { $0.method == "PUT" }?.body == #"{"white_balance_mode":"auto"}"#)
     }
 
     @Test func whiteBalanceTungstenIsOneRequestFor3000K() async throws {

@@ -83,15 +83,21 @@ import TestSupport
 
     @Test func cameraErrorRepliesBecomeClearErrors() async throws {
         let s = try await PanasonicSetup.make(access: .none, start: false)
+        // A busy answer is waited out (asked again after 0.5 s), never passed on at once ...
         s.emulator.failNext(mode: "setsetting", type: "iso", result: "err_busy")
+        try await s.driver.setProperty(.iso, to: .number(400))
+        let sets = s.emulator.requests(mode: "setsetting", type: "iso")
+        #expect(sets.map(\.result) == ["err_busy", "ok"] && s.emulator.currentSettings["iso"] == "400", "\(sets)")
+        if sets.count == 2 { #expect(sets[1].atNanos - sets[0].atNanos >= 450_000_000, "asked again at once") }
+        // ... but a body busy for longer than 8 s is: 503 (unavailable), saying it is busy.
+        for _ in 0..<6 { s.emulator.failNext(mode: "setsetting", type: "iso", result: "err_busy") }  // 0.5+1+2+2+2 s of pauses
         do {
-            try await s.driver.setProperty(.iso, to: .number(400))
-            Issue.record("expected err_busy")
-        } catch CameraControlError.camera(let code, let message) {
-            #expect(code == PanasonicResult.code("err_busy"))
-            #expect(message.hasPrefix("err_busy"))
-            #expect(message.contains("busy"))
+            try await s.driver.setProperty(.iso, to: .number(800))
+            Issue.record("expected the camera to stay busy")
+        } catch CameraControlError.unavailable(let why) {
+            #expect(why.contains("busy") && why.contains("err_busy"), "\(why)")
         }
+        #expect(s.emulator.requests(mode: "setsetting", type: "iso").count == 2 + 6, "asked a busy camera other than 6 times in 8 s")
         s.emulator.failNext(mode: "setsetting", type: "focusmode", result: "err_non_support")
         await #expect(throws: CameraControlError.self) { try await s.driver.setProperty(.focusMode, to: .text("mf")) }
         do {
@@ -113,7 +119,7 @@ import TestSupport
         // Once only: the driver registers again and the retry succeeds.
         s.emulator.failNext(mode: "getsetting", type: "iso", result: "err_unsuitable_app")
         let p = try await s.driver.property(.iso)
-        #expect(p.value == .text("auto"))
+        #expect(p.value == .number(400), "the ISO the busy-then-ok set left: \(p.value)")
         #expect(CameraControlError.camera(code: 3, message: "err_busy: x").description.contains("err_busy"))
         await s.shutdown()
     }

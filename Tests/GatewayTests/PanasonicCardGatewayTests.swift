@@ -34,14 +34,37 @@ import TestSupport
         return await waitUntil(timeout: 20) { emu.requests(mode: "getstate").count >= seen + n }
     }
 
-    @Test func captureFetchesTheShotABodyShotArrivesAndARefusalIsTheCamerasReason() async throws {
-        let emu = try await emulator { $0.rawPlusJPEG = true }
+    /// Against a prompt body and a moody one (EmulatorMood.moody: each switch between record and
+    /// play mode 2 s long, err_busy to everything but getstate meanwhile, which still says the old
+    /// mode; the first datagram 1.5 s after startstream; every third setsetting err_busy once;
+    /// 300 ms a listing page): livegate waits for the body, the client never sees its busy answers.
+    @Test(arguments: [EmulatorMood.prompt, .moody])
+    func captureFetchesTheShotABodyShotArrivesAndARefusalIsTheCamerasReason(mood: EmulatorMood) async throws {
+        let emu = try await emulator {
+            $0.rawPlusJPEG = true
+            $0.mood = mood
+        }
         emu.shootOnBody()  // already on the card: not part of the next shot
         let dir = try temporaryDirectory("livegate-pana-capture")
         defer { try? FileManager.default.removeItem(at: dir) }
         let gateway = try await startGateway(camera: emu.cameraURL, label: "pana-capture") { $0.capturesDirectory = dir.path }
         let cam = try #require(gateway.cameras.first)
         #expect(await waitUntil(timeout: 20) { cam.driver.state == .streaming && cam.driver.stats.frames > 5 })
+        // Three property sets (a moody body answers the third err_busy once: waited out).
+        for iso in [400, 800, 200] {
+            do { try await cam.driver.setProperty(.iso, to: .number(Double(iso))) } catch {
+                Issue.record("\(mood): ISO \(iso): \(error)")
+            }
+        }
+        #expect(emu.currentSettings["iso"] == "200", "\(mood): \(emu.currentSettings)")
+        let isoSets = emu.requests(mode: "setsetting", type: "iso").map(\.result)
+        #expect(isoSets == (mood.isMoody ? ["ok", "ok", "err_busy", "ok"] : ["ok", "ok", "ok"]), "\(mood): \(isoSets)")
+        if mood.isMoody {
+            // The session waited for record mode before it asked for menus and the stream.
+            let first = emu.requests.firstIndex { $0.mode == "camcmd" && $0.value == "recmode" }
+            let busy = emu.requests.filter { $0.result == "err_busy" && $0.mode != "setsetting" }
+            #expect(first != nil && busy.isEmpty, "\(mood): busy answers the driver asked for: \(busy.map { "\($0.mode) \($0.type ?? "")" })")
+        }
         let files: [SavedCapture]
         do { files = try await gateway.capture(camera: cam, autofocus: true) } catch {
             Issue.record("\(error); requests: \(emu.requests.suffix(15).map { "\($0.mode) \($0.type ?? "") \($0.value ?? "") \($0.result)" })")
@@ -98,6 +121,10 @@ import TestSupport
         #expect(gateway.captures(camera: "cam0").count == 4)
         before = cam.driver.stats.frames
         #expect(await waitUntil(timeout: 10) { cam.driver.stats.frames > before + 5 }, "live view stopped after the refusal")
+        // Through every switch, livegate asked a switching body nothing but its state (busy answers
+        // to setsetting are the mood's own; get_content_info's say the shot is still being written).
+        let pressed = emu.requests.filter { $0.result == "err_busy" && !["setsetting", "get_content_info"].contains($0.mode) }
+        #expect(pressed.isEmpty, "\(mood): asked while switching: \(pressed.map { "\($0.mode) \($0.type ?? "") \($0.value ?? "")" })")
         await gateway.stop()
         await emu.stop()
     }
@@ -150,9 +177,14 @@ import TestSupport
         await emu.stop()
     }
 
-    @Test(.enabled(if: curl != nil, "needs curl"), arguments: [true, false])
-    func theCardIsListedAndDownloadedByteForByte(newerBody: Bool) async throws {
-        let emu = try await emulator { $0.cardListsNamesAndSizes = newerBody }
+    /// A newer body, prompt, and an older one, moody (2 s mode switches with err_busy meanwhile,
+    /// 300 ms a listing page): the listing waits for play mode, never answers the client 502.
+    @Test(.enabled(if: curl != nil, "needs curl"), arguments: zip([true, false], [EmulatorMood.prompt, .moody]))
+    func theCardIsListedAndDownloadedByteForByte(newerBody: Bool, mood: EmulatorMood) async throws {
+        let emu = try await emulator {
+            $0.cardListsNamesAndSizes = newerBody
+            $0.mood = mood
+        }
         emu.shootOnBody()
         emu.shootOnBody()
         let gateway = try await startGateway(camera: emu.cameraURL, label: "pana-files")
@@ -160,8 +192,10 @@ import TestSupport
         defer { server.cancel() }
         let cam = try #require(gateway.cameras.first)
         #expect(await waitUntil(timeout: 20) { cam.driver.state == .streaming && cam.driver.stats.frames > 5 })
+        let began = ContinuousClock.now
         let list = try await get("\(base)/api/v1/cameras/cam0/files")
-        #expect(list.code == "200", "\(String(decoding: list.body, as: UTF8.self))")
+        print("LUMIX card listing (\(mood) body): \(began.duration(to: .now))")
+        #expect(list.code == "200", "\(mood): \(String(decoding: list.body, as: UTF8.self))")
         let obj = try #require(try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])
         let files = try #require(obj["files"] as? [[String: Any]])
         // Newer bodies name the files; older ones are known by their download names, without sizes.

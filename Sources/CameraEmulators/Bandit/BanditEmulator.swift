@@ -21,7 +21,7 @@ public final class BanditEmulator: CameraEmulator, Sendable {
     public let source: any EmulatorFrameSource
     /// JPEG bytes per data datagram (default 1017 = `BanditDatagram.defaultChunk` → 1024-byte datagrams).
     public let chunk: Int
-    let state = BanditEmulatorState()
+    let state: BanditEmulatorState
     let logger: Logger
     private let group: any EventLoopGroup
     private let host: String
@@ -76,7 +76,8 @@ public final class BanditEmulator: CameraEmulator, Sendable {
     public init(host: String = "127.0.0.1", port: Int = 0, backchannelPort: Int = 0, fps: Double = 30,
                 source: any EmulatorFrameSource, group: any EventLoopGroup,
                 chunk: Int = 1017, firstPacketNumber: UInt16 = 0, sentFrameHistory: Int = 150,
-                logger: Logger = Logger(label: "livegate.emulator.bandit")) {
+                mood: EmulatorMood = .prompt, logger: Logger = Logger(label: "livegate.emulator.bandit")) {
+        state = BanditEmulatorState(mood: mood)
         precondition(chunk > 0 && chunk <= 65_000, "chunk must be 1…65000")
         self.host = host
         self.requestedPort = port
@@ -258,7 +259,13 @@ public final class BanditEmulator: CameraEmulator, Sendable {
     func carryOut(_ effects: [BanditEmulatorState.Effect]) {
         for e in effects {
             switch e {
-            case .notify(let name, let payload): notify(name, payload)
+            case .notify(let name, let payload):
+                if name == "viewfinder_started", state.mood.firstFrameDelay > .zero {
+                    // A moody body's first viewfinder frame comes a while after it was asked for.
+                    let until = MonotonicClock.nanos() + state.mood.firstFrameDelay.nanoseconds
+                    stream.withLock { $0.stallUntil = max($0.stallUntil, until) }
+                }
+                notify(name, payload)
             case .shoot(let count):
                 let photos = (0..<count).map { _ in storePhoto() }
                 if state.burstInOneNotification.load(ordering: .relaxed) {
@@ -320,8 +327,10 @@ public final class BanditEmulator: CameraEmulator, Sendable {
             if v.recording {
                 // Video PTS of the frame being written now (the file runs at the camera's frame rate,
                 // whether or not the viewfinder sends); the first recorded frame is 1/fps, never 0.0,
-                // as in the conformance capture.
-                let k = Int(Double(MonotonicClock.elapsed(from: v.recordingStartNanos, to: MonotonicClock.nanos())) * fps / 1e9) + 1
+                // as in the conformance capture. Each viewfinder frame is a sensor frame of its own:
+                // ticks that run late back to back (a loaded machine) never repeat a PTS.
+                let k = max(Int(Double(MonotonicClock.elapsed(from: v.recordingStartNanos, to: MonotonicClock.nanos())) * fps / 1e9) + 1,
+                            v.recordedFrames + 1)
                 v.recordedFrames = k
                 pts = Float(Double(k) / fps)
             }
@@ -409,6 +418,16 @@ final class BanditEmulatorHTTPHandler: ChannelInboundHandler {
             }
             let (reply, effects) = emulator.state.handle(
                 method: head.method.rawValue, uri: head.uri, body: body, peer: context.channel.remoteAddress)
+            let mood = emulator.state.mood
+            let emulator = self.emulator
+            if mood.listingPageDelay > .zero, head.method == .GET, head.uri.hasPrefix("/api/2/images") || head.uri.hasPrefix("/api/2/videos") {
+                // A moody body takes its time over a listing.
+                context.eventLoop.scheduleTask(in: .nanoseconds(Int64(mood.listingPageDelay.nanoseconds))) { [self] in
+                    respond(context: context, status: reply.status, body: reply.body, keepAlive: head.isKeepAlive)
+                    emulator.carryOut(effects)
+                }
+                return
+            }
             respond(context: context, status: reply.status, body: reply.body, keepAlive: head.isKeepAlive)
             emulator.carryOut(effects)
         }

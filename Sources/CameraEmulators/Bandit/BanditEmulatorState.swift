@@ -92,6 +92,47 @@ final class BanditEmulatorState: Sendable {
     }
 
     let values = Mutex(Values())
+    /// Prompt, or slow and moody like a real body (EmulatorMood.moody): after a recording stops
+    /// (the file is finalised) and after a switch between video and photo type, 503 to everything
+    /// but status, settings and version for `mood.modeSwitch`; the viewfinder's first frame
+    /// `firstFrameDelay` after it starts; every n-th settings write 503 once; slow listings.
+    let mood: EmulatorMood
+    private let moodState = Mutex<(busyUntil: UInt64, busyWhy: String, writes: Int)>((0, "", 0))
+
+    init(mood: EmulatorMood = .prompt) {
+        self.mood = mood
+    }
+
+    /// Starts a moody body's busy spell (nothing for a prompt one).
+    private func becomeBusy(_ why: String) {
+        guard mood.modeSwitch > .zero else { return }
+        let until = MonotonicClock.nanos() + mood.modeSwitchNanos
+        moodState.withLock {
+            $0.busyUntil = until
+            $0.busyWhy = why
+        }
+    }
+
+    /// The 503 a moody body answers now to `method path`, or nil.
+    private func moodyRefusal(_ method: String, _ path: String) -> Reply? {
+        guard mood.isMoody else { return nil }
+        let now = MonotonicClock.nanos()
+        let reads = ["/api/version", "/api/2/status", "/api/2/settings"]
+        if method == "GET" && reads.contains(path) { return nil }
+        if let why = moodState.withLock({ now < $0.busyUntil ? $0.busyWhy : nil }) {
+            return .error(.serviceUnavailable, "busy: \(why)")
+        }
+        let write = (method == "PUT" && (path == "/api/2/settings/camera" || path == "/api/2/settings/scene"))
+            || (method == "POST" && (path == "/api/2/settings/video" || path == "/api/2/settings/image"))
+        if write, mood.busyEveryNthSet > 0 {
+            let n = moodState.withLock { s -> Int in
+                s.writes += 1
+                return s.writes
+            }
+            if n % mood.busyEveryNthSet == 0 { return .error(.serviceUnavailable, "busy") }
+        }
+        return nil
+    }
     private let log = Mutex<[(method: String, path: String, body: String)]>([])
     let backchannelPort = Atomic<Int>(0)
     /// In image type, `POST record` takes photos (true) or, the other reading of the notes, starts
@@ -153,6 +194,7 @@ final class BanditEmulatorState: Sendable {
             }
             obj = o
         }
+        if let refusal = moodyRefusal(method, path) { return (refusal, []) }
         switch (method, path) {
         case ("GET", "/api/version"):
             return (.json(["version": "2", "revision": "1", "supported_versions": ["2"]]), [])
@@ -171,11 +213,21 @@ final class BanditEmulatorState: Sendable {
         case ("PUT", "/api/2/settings/video"):
             // "Switch to video mode with last used settings".
             guard !values.withLock({ $0.recording }) else { return (.error(.conflict, "recording"), []) }
-            return (.json(videoJSON(values.withLock { v in v.image = nil; return v.video })), [])
+            let (video, switched) = values.withLock { v in
+                defer { v.image = nil }
+                return (v.video, v.image != nil)
+            }
+            if switched { becomeBusy("switching to video") }
+            return (.json(videoJSON(video)), [])
         case ("PUT", "/api/2/settings/image"):
             // "Switch to image mode with last used settings".
             guard !values.withLock({ $0.recording }) else { return (.error(.conflict, "recording"), []) }
-            return (.json(Self.imageModeJSON(values.withLock { v in v.image = v.lastImage; return v.lastImage })), [])
+            let (image, switched) = values.withLock { v in
+                defer { v.image = v.lastImage }
+                return (v.lastImage, v.image == nil)
+            }
+            if switched { becomeBusy("switching to photos") }
+            return (.json(Self.imageModeJSON(image)), [])
         case ("POST", "/api/2/settings/image"):
             return (postImage(obj), [])
         case ("POST", "/api/2/viewfinder"):
@@ -415,6 +467,7 @@ final class BanditEmulatorState: Sendable {
                     "resolution": v.video.resolution, "framerate_fps": v.video.framerate, "is_valid": true]
         }
         guard let video else { return (.empty, []) }
+        becomeBusy("finalising the recording")
         return (.empty, [.notify(name: "recording_stopped", payload: [video])])
     }
 }

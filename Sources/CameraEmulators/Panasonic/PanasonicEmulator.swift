@@ -36,6 +36,10 @@ public final class PanasonicEmulator: CameraEmulator, Sendable {
         /// `cardListsChildCount` says whether each container carries `childCount`.
         public var cardGroupsByDay = false
         public var cardListsChildCount = true
+        /// Prompt, or slow and moody like a real body (EmulatorMood.moody): mode switches that
+        /// answer `err_busy` meanwhile (getstate still says the old mode), the first datagram late
+        /// after startstream, every n-th setsetting answered err_busy once, slow listing pages.
+        public var mood: EmulatorMood = .prompt
         public init() {}
     }
 
@@ -77,7 +81,7 @@ public final class PanasonicEmulator: CameraEmulator, Sendable {
         self.logger = logger
         state = PanasonicEmulatorState(generation: configuration.access, pairingPolls: configuration.pairingPolls,
                                        modelName: configuration.modelName,
-                                       sessionIdleSeconds: configuration.sessionIdleTimeout)
+                                       sessionIdleSeconds: configuration.sessionIdleTimeout, mood: configuration.mood)
         let now = MonotonicClock.nanos
         state.hooks.withLock { [source] hooks in
             hooks.onRequest = { [weak self] in self?.stream.withLock { $0.lastRequestNanos = now() } }
@@ -237,7 +241,8 @@ public final class PanasonicEmulator: CameraEmulator, Sendable {
                 let wasRunning = s.running
                 s.running = true
                 if !wasRunning {
-                    s.nextDeadline = .now()
+                    // A moody body's first frame comes a while after startstream.
+                    s.nextDeadline = .now() + .nanoseconds(Int64(configuration.mood.firstFrameDelay.nanoseconds))
                     s.startNanos = MonotonicClock.nanos()
                 }
                 return !wasRunning
@@ -350,12 +355,22 @@ final class PanasonicEmulatorHTTPHandler: ChannelInboundHandler {
             respond(context, status: .ok, type: "text/xml", body: emulator.deviceDescription, keepAlive: head.isKeepAlive)
             return
         }
-        let playMode = !emulator.state.isRecMode
+        // The card is served in play mode only, once a switch to it is over.
+        let playMode = !emulator.state.isRecMode && !emulator.state.isSwitching
         if head.method == .POST, path == "/Server0/CDS_control" {
             let base = "http://\(head.headers.first(name: "Host") ?? "127.0.0.1:\(emulator.port)")"
             let answer = emulator.state.card.soapAnswer(request: String(decoding: body, as: UTF8.self), playMode: playMode, base: base)
-            respond(context, status: HTTPResponseStatus(statusCode: answer.status), type: "text/xml; charset=\"utf-8\"",
-                    body: answer.body, keepAlive: head.isKeepAlive)
+            let delay = emulator.configuration.mood.listingPageDelay
+            let send = { [self] in
+                respond(context, status: HTTPResponseStatus(statusCode: answer.status), type: "text/xml; charset=\"utf-8\"",
+                        body: answer.body, keepAlive: head.isKeepAlive)
+            }
+            if delay > .zero {
+                // A moody body takes its time over each page of the listing.
+                context.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay.nanoseconds))) { send() }
+            } else {
+                send()
+            }
             return
         }
         if head.method == .GET || head.method == .HEAD, path.hasPrefix("/D"), !path.dropFirst().contains("/") {

@@ -49,6 +49,14 @@ final class PanasonicEmulatorState: Sendable {
         var sessionCounter = 0
     }
 
+    /// A mode switch in progress (moody bodies): until `untilNanos`, `getstate` still says `from`
+    /// and every other `cam.cgi` request answers `err_busy`.
+    struct Switch {
+        var from = "play"
+        var untilNanos: UInt64 = 0
+        var sets = 0
+    }
+
     static let whiteBalanceValues = ["auto", "daylight", "cloudy", "shade", "halogen", "flash", "white_set1", "white_set2",
                                      "white_set3", "white_set4", "color_temp"]
     static let isoValues = ["auto", "100", "125", "160", "200", "250", "320", "400", "500", "640", "800", "1000", "1250",
@@ -63,6 +71,8 @@ final class PanasonicEmulatorState: Sendable {
     let pairingPolls: Int
     let modelName: String
     let sessionIdleNanos: UInt64
+    let mood: EmulatorMood
+    private let switching = Mutex(Switch())
     private let lock: Mutex<(settings: Settings, access: Access)>
     private let log = Mutex<[PanasonicEmulatorRequest]>([])
     private let overrides = Mutex<[String: [String]]>([:])
@@ -81,7 +91,9 @@ final class PanasonicEmulatorState: Sendable {
     private var onRequest: (@Sendable () -> Void)? { hooks.withLock { $0.onRequest } }
     private var onTouch: (@Sendable (Double, Double) -> Void)? { hooks.withLock { $0.onTouch } }
 
-    init(generation: PanasonicEmulatedAccess, pairingPolls: Int, modelName: String, sessionIdleSeconds: Double) {
+    init(generation: PanasonicEmulatedAccess, pairingPolls: Int, modelName: String, sessionIdleSeconds: Double,
+         mood: EmulatorMood = .prompt) {
+        self.mood = mood
         self.generation = generation
         self.pairingPolls = pairingPolls
         self.modelName = modelName
@@ -92,6 +104,33 @@ final class PanasonicEmulatorState: Sendable {
     var requests: [PanasonicEmulatorRequest] { log.withLock { $0 } }
     var settings: Settings { lock.withLock { $0.settings } }
     var isRecMode: Bool { lock.withLock { $0.settings.cammode == "rec" } }
+    /// The mode the body shows: during a moody switch, the one it is leaving.
+    var visibleCammode: String {
+        let now = MonotonicClock.nanos()
+        if let from = switching.withLock({ now < $0.untilNanos ? $0.from : nil }) { return from }
+        return settings.cammode
+    }
+    /// True while a moody mode switch is in progress.
+    var isSwitching: Bool {
+        let now = MonotonicClock.nanos()
+        return switching.withLock { now < $0.untilNanos }
+    }
+
+    /// Changes the mode; a moody body then stays busy for `mood.modeSwitch` (a switch to the mode
+    /// it is already in costs nothing).
+    private func switchMode(to mode: String) {
+        let from = lock.withLock { s -> String in
+            let f = s.settings.cammode
+            s.settings.cammode = mode
+            return f
+        }
+        guard from != mode, mood.modeSwitch > .zero else { return }
+        let until = MonotonicClock.nanos() + mood.modeSwitchNanos
+        switching.withLock {
+            $0.from = from
+            $0.untilNanos = until
+        }
+    }
 
     /// Makes the next request of `mode` (and `type`, when given) answer `result` instead.
     func failNext(mode: String, type: String?, result: String) {
@@ -159,20 +198,21 @@ final class PanasonicEmulatorState: Sendable {
         }
         if let gate { return gate }
         onRequest?()
+        // A moody body switching modes: only getstate answers (with the mode it is leaving).
+        if mode != "getstate" && isSwitching { return Self.xml("err_busy") }
         switch mode {
         case "getstate":
-            let s = settings
-            return Self.xml("ok", "<state><batt>3/3</batt><cammode>\(s.cammode)</cammode><remaincapacity>\(999 - card.count)</remaincapacity>"
+            return Self.xml("ok", "<state><batt>3/3</batt><cammode>\(visibleCammode)</cammode><remaincapacity>\(999 - card.count)</remaincapacity>"
                 + "<sdcardstatus>write_enable</sdcardstatus><sd_memory>set</sd_memory><rec>\(card.recording ? "on" : "off")</rec>"
                 + "<sd_access>\(card.isWriting ? "on" : "off")</sd_access><operate>enable/disable</operate><temperature>normal</temperature>"
                 + "<version>E1.0</version></state>")
         case "camcmd":
             switch query["value"] ?? "" {
             case "recmode":
-                lock.withLock { $0.settings.cammode = "rec" }
+                switchMode(to: "rec")
                 return Self.xml("ok")
             case "playmode":
-                lock.withLock { $0.settings.cammode = "play" }
+                switchMode(to: "play")
                 onStream?(nil)
                 return Self.xml("ok")
             case "capture":
@@ -228,6 +268,13 @@ final class PanasonicEmulatorState: Sendable {
             return Self.xml("ok", "<settingvalue \(t)=\"\(Self.escape(v))\"></settingvalue>")
         case "setsetting":
             guard let v = query["value"] else { return Self.xml("err_param") }
+            if mood.busyEveryNthSet > 0 {
+                let n = switching.withLock { s -> Int in
+                    s.sets += 1
+                    return s.sets
+                }
+                if n % mood.busyEveryNthSet == 0 { return Self.xml("err_busy") }
+            }
             return lock.withLock { st -> Reply in
                 switch type ?? "" {
                 case "whitebalance":

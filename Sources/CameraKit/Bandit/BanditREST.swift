@@ -50,10 +50,27 @@ public final class BanditREST: Sendable {
     }
 
     /// A request under `/api/<version>/`; returns the reply's JSON (an empty object for an empty body).
+    /// A 503 from a busy body (finalising a recording, switching between video and photos: the
+    /// notes name the status, not its timing) is asked again after 200 ms, then 400 ms, up to 1 s
+    /// apart, for up to 8 s, then answered `.unavailable` ("still busy"). A 503 that says the card
+    /// is full is passed on at once: waiting does not empty a card.
     @discardableResult
     public func call(_ method: String, _ path: String, body: [String: Any]? = nil,
                      timeout: TimeAmount = .seconds(5)) async throws -> [String: Any] {
-        try await json(method, try await apiPath(path), body: body, timeout: timeout)
+        let target = try await apiPath(path)
+        let deadline = ContinuousClock.now + .seconds(8)
+        var pause = Duration.milliseconds(200)
+        while true {
+            do {
+                return try await json(method, target, body: body, timeout: timeout)
+            } catch CameraControlError.camera(let code, let message) where code == 503 && !message.lowercased().contains("full") {
+                guard ContinuousClock.now + pause < deadline, !Task.isCancelled else {
+                    throw CameraControlError.unavailable("the camera is still busy: \(message) for 8 s")
+                }
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(1))
+            }
+        }
     }
 
     /// Raw request: throws `.unavailable` for transport problems, `.camera(code: HTTP status)` for a

@@ -72,9 +72,16 @@ public final class PanasonicDriver: CameraDriver, StorageReporting, Sendable {
         try await camcgi.ensureAccess()
         await takeCardBaseline()
         do {
-            try await camcgi.call(mode: "camcmd", value: "recmode")
+            try await busyRetrying { try await self.camcgi.call(mode: "camcmd", value: "recmode") }
         } catch CameraControlError.camera(let code, _) where code == PanasonicResult.code("err_critical") {
             // S5II answers err_critical to recmode while switching anyway; startstream decides.
+        }
+        // A body switching modes answers err_busy to everything but getstate for a second or more
+        // (S5II: ~5 s): the menus, the lens and startstream wait until it says `rec`.
+        do {
+            try await waitForCameraMode(play: false)
+        } catch {
+            logger.warning("panasonic \(endpoint): \(error); asking for the stream anyway")
         }
         playMode.left()
         await refreshOffered()
@@ -320,9 +327,13 @@ public final class PanasonicDriver: CameraDriver, StorageReporting, Sendable {
         }
     }
 
+    /// A body that answers err_busy (switching modes, writing a shot, or now and then for no
+    /// reason it says) is asked again after a pause (`busyRetrying`), never passed on at once.
     public func setProperty(_ name: PropertyName, to value: PropertyValue) async throws {
         let v = try await panasonicValue(name, value)
-        try await camcgi.call(mode: "setsetting", type: PanasonicVocabulary.settingType(name), value: v)
+        try await busyRetrying {
+            try await self.camcgi.call(mode: "setsetting", type: PanasonicVocabulary.settingType(name), value: v)
+        }
     }
 
     /// Touch-AF: the point in JPEG pixels → Panasonic's 0..1000 grid, sent as

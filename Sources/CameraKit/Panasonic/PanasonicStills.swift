@@ -121,16 +121,37 @@ extension PanasonicDriver {
         }
     }
 
-    /// `camcmd&value=playmode`, retried while the camera is busy (it may still be writing a shot).
+    /// `camcmd&value=playmode`, retried while the camera is busy (it may still be writing a shot),
+    /// then waits until `getstate` says `play`: a body answers err_busy to everything else, and
+    /// serves no card, while it switches (a second or more).
     func enterPlayMode() async throws {
         guard !playMode.inCardMode else { return }
         // Marked first: the session loop must not take the camera back to record mode meanwhile.
         playMode.entered()
         do {
             try await busyRetrying { try await self.camcgi.call(mode: "camcmd", value: "playmode", timeout: .seconds(10)) }
+            _ = try await waitForCameraMode(play: true)
         } catch {
             playMode.left()
             throw error
+        }
+    }
+
+    /// `getstate` every 250 ms until its `cammode` is `play` (or, with `play` false, anything but
+    /// `play`) — a read, which bodies answer while they switch — for up to `limit`. The last reply
+    /// (a body that reports no `cammode` counts as there at once).
+    @discardableResult
+    func waitForCameraMode(play: Bool, limit: Duration = .seconds(10)) async throws -> PanasonicReply {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            if let r = try? await camcgi.call(mode: "getstate", timeout: .seconds(2)) {
+                let mode = r.elements["cammode"]
+                if mode == nil || (mode == "play") == play { return r }
+            }
+            guard ContinuousClock.now < deadline else {
+                throw CameraControlError.camera(code: 0, message: "the camera did not switch to \(play ? "play" : "record") mode within \(limit)")
+            }
+            try await Task.sleep(for: .milliseconds(250))
         }
     }
 
@@ -174,18 +195,23 @@ extension PanasonicDriver {
         _ = try? await camcgi.call(mode: "startstream", value: String(port), timeout: .seconds(2))
     }
 
-    /// Runs `body` again while the camera answers err_busy (up to 5 times, 1 s apart); a camera
-    /// that stays busy is not pressed further.
+    /// Runs `body` again while the camera answers err_busy: after 0.5 s, then 1 s, then every 2 s,
+    /// for up to 8 s in all (a body switching modes or writing a shot). Never at once: S5II bodies
+    /// lock up when commands keep coming after err_busy. A camera still busy then is not pressed
+    /// further: the API client gets 503 "the camera is busy".
     @discardableResult
     func busyRetrying<T>(_ body: () async throws -> T) async throws -> T {
-        var attempt = 0
+        let deadline = ContinuousClock.now + .seconds(8)
+        var pause = Duration.milliseconds(500)
         while true {
             do {
                 return try await body()
             } catch CameraControlError.camera(let code, let message) where code == PanasonicResult.code("err_busy") {
-                attempt += 1
-                guard attempt < 5, !Task.isCancelled else { throw CameraControlError.camera(code: code, message: message) }
-                try await Task.sleep(for: .seconds(1))
+                guard ContinuousClock.now + pause < deadline, !Task.isCancelled else {
+                    throw CameraControlError.unavailable("the camera is still busy: \(message) for 8 s")
+                }
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(2))
             }
         }
     }

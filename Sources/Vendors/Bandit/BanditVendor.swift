@@ -25,7 +25,7 @@ public struct BanditVendor: CameraVendor {
 
     public func makeEmulator(_ r: EmulatorRequest) throws -> (any CameraEmulator)? {
         BanditEmulator(host: r.host, port: r.port, fps: r.fps, source: try TestPatternSource(width: r.width, height: r.height),
-                       group: r.group, sentFrameHistory: 0)
+                       group: r.group, sentFrameHistory: 0, mood: r.mood)
     }
 
     public func unsupportedReason(_ capability: CameraCapabilities) -> String {

@@ -28,6 +28,7 @@ public struct PanasonicVendor: CameraVendor {
         // LUMIX bodies send a VGA (4:3) live view, whatever the requested size.
         var config = PanasonicEmulator.Configuration()
         config.fps = r.fps
+        config.mood = r.mood
         return PanasonicEmulator(host: r.host, port: r.port, configuration: config,
                                  source: try TestPatternSource(width: 640, height: 480), group: r.group)
     }
