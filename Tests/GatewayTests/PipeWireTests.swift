@@ -135,7 +135,10 @@ struct PipeWireCameraTests {
     /// dialog (here a back-end that answers Allow, as the user would), hands Chromium a PipeWire
     /// connection that shows camera nodes only, and Chromium lists livegate's node, opens it with
     /// getUserMedia and sends it through a local RTCPeerConnection pair: frames decoded, in colour,
-    /// changing (scripts/webcam-guest/chromium-check.py, the page the v4l2loopback guest uses).
+    /// changing (scripts/webcam-guest/chromium-check.py, the page the v4l2loopback guest uses). The
+    /// node becomes visible to Chromium's connection only once WirePlumber has granted it access,
+    /// which a loaded machine does after Chromium's first look: the page asks again until the camera
+    /// shows up (up to 15 s), as an app that listens for new devices would.
     /// Seen by hand, the check fails without the feature switch (getUserMedia: NotFoundError) and
     /// when the dialog answers Deny (Chromium 156's getUserMedia then never answers).
     @Test(.enabled(if: livegateBinary() != nil && PipeWireSession.portalAvailable && chromiumUsable,
