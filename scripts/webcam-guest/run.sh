@@ -25,6 +25,9 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${WEBCAM_CACHE:-$repo/.build-webcam}
+# The guest is told the repository's path on the kernel command line (lgrepo=), split at spaces.
+case "$repo" in *[[:space:]]*) echo "webcam: the repository path '$repo' has a space; the guest cannot mount it"
+    echo "webcam: 0 passed, 1 failed"; exit 1 ;; esac
 script=$here/guest-test.sh
 timeout_s=480
 script_args=()
@@ -200,8 +203,9 @@ q() { printf '%q' "$1"; }
 say "booting $kver under $accel (${WEBCAM_SMP:-2} CPUs, ${WEBCAM_MEM:-4096} MiB); script $(basename "$script"); results in $out"
 timeout -k 5 $((timeout_s + 90)) "${base[@]}" "${accel_args[@]}" -smp "${WEBCAM_SMP:-2}" -m "${WEBCAM_MEM:-4096}" \
     -chardev "stdio,id=con,signal=off,logfile=$out/console.log" -serial chardev:con \
-    -append "console=ttyS0 loglevel=4 panic=-1 lgscript=$here/guest-boot.sh" \
+    -append "console=ttyS0 loglevel=4 panic=-1 lgscript=$here/guest-boot.sh lgrepo=$repo" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+    -virtfs "local,path=$repo,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
     -virtfs "local,path=$out,mount_tag=results,security_model=none" </dev/null
 qrc=$?
 say "guest ended (qemu exit $qrc)"
