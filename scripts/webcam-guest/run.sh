@@ -200,12 +200,19 @@ q() { printf '%q' "$1"; }
     echo "WEBCAM_ACCEL=$accel"
 } > "$out/guest.env"
 
+# A repository under /tmp, /run or /var/tmp is hidden in the guest by the tmpfs there: it gets a
+# 9p share of its own, mounted at its host path. Elsewhere the host's root shows it (one share only:
+# a second, cached view of the results folder made a run here slow and lose its reader).
+repo_share=()
+case "$repo/" in /tmp/*|/run/*|/var/tmp/*)
+    repo_share=(-virtfs "local,path=$repo,mount_tag=repo,security_model=none,readonly=on,multidevs=remap") ;;
+esac
 say "booting $kver under $accel (${WEBCAM_SMP:-2} CPUs, ${WEBCAM_MEM:-4096} MiB); script $(basename "$script"); results in $out"
 timeout -k 5 $((timeout_s + 90)) "${base[@]}" "${accel_args[@]}" -smp "${WEBCAM_SMP:-2}" -m "${WEBCAM_MEM:-4096}" \
     -chardev "stdio,id=con,signal=off,logfile=$out/console.log" -serial chardev:con \
-    -append "console=ttyS0 loglevel=4 panic=-1 lgscript=$here/guest-boot.sh lgrepo=$repo" \
+    -append "console=ttyS0 loglevel=4 panic=-1 lgscript=$here/guest-boot.sh${repo_share:+ lgrepo=$repo}" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-    -virtfs "local,path=$repo,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
+    "${repo_share[@]}" \
     -virtfs "local,path=$out,mount_tag=results,security_model=none" </dev/null
 qrc=$?
 say "guest ended (qemu exit $qrc)"
