@@ -25,3 +25,13 @@ enum EmulatorHTTPServer {
             .bind(host: host, port: port).get()
     }
 }
+
+extension ChannelHandlerContext {
+    /// Runs `body` with this context on its own event loop after `delay` (at once for zero): a moody
+    /// body that takes its time over an answer. The handler's loop-bound state stays on its loop.
+    func afterMoodyDelay(_ delay: Duration, _ body: @escaping (ChannelHandlerContext) -> Void) {
+        guard delay > .zero else { return body(self) }
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(delay.nanoseconds))) { body(bound.value) }
+    }
+}

@@ -29,6 +29,14 @@ public struct EmulatorMood: Sendable, Equatable, CustomStringConvertible {
                                            busyEveryNthSet: 3, listingPageDelay: .milliseconds(300))
 
     public var isMoody: Bool { self != .prompt }
+
+    /// Counts one property set in `sets`; true when the body answers this one busy (every
+    /// `busyEveryNthSet`-th; never when that is 0, and then nothing is counted).
+    public func refusesSet(counting sets: inout Int) -> Bool {
+        guard busyEveryNthSet > 0 else { return false }
+        sets += 1
+        return sets % busyEveryNthSet == 0
+    }
     public var description: String { isMoody ? "moody" : "prompt" }
 
     var modeSwitchNanos: UInt64 { modeSwitch.nanoseconds }

@@ -125,10 +125,8 @@ struct PipeWireCameraTests {
     }
 
     static let chromiumCheck = Locations.repository.appendingPathComponent("scripts/webcam-guest/chromium-check.py").path
-    static let chromiumUsable: Bool = {
-        guard let python = Locations.program("python3"), Locations.program("chromium") != nil else { return false }
-        return (try? runProcess(python, ["-c", "import playwright"], timeout: 60).status) == 0
-    }()
+    /// The python3 that drives Chromium (with Playwright), when Chromium is there too.
+    static let playwrightPython: String? = Locations.program("chromium") != nil ? Locations.python(importing: "playwright") : nil
 
     /// The way a browser reaches a PipeWire camera: Chromium with WebRtcPipeWireCamera asks the
     /// desktop's camera portal (xdg-desktop-portal) for access, the portal asks the desktop's
@@ -141,7 +139,7 @@ struct PipeWireCameraTests {
     /// shows up (up to 15 s), as an app that listens for new devices would.
     /// Seen by hand, the check fails without the feature switch (getUserMedia: NotFoundError) and
     /// when the dialog answers Deny (Chromium 156's getUserMedia then never answers).
-    @Test(.enabled(if: livegateBinary() != nil && PipeWireSession.portalAvailable && chromiumUsable,
+    @Test(.enabled(if: livegateBinary() != nil && PipeWireSession.portalAvailable && playwrightPython != nil,
                    "needs the livegate binary, the PipeWire session's programs, xdg-desktop-portal, python3-gi, Debian's chromium and playwright (deploy/install-deps.sh, requirements-test.txt)"))
     func chromiumOpensTheCameraThroughTheDesktopsCameraPortal() async throws {
         let pw = try PipeWireSession(portal: true)
@@ -160,7 +158,7 @@ struct PipeWireCameraTests {
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: out) }
         let envArgs = pw.environment.map { "\($0.key)=\($0.value)" }
-        let r = try await runProcessAsync("/usr/bin/env", envArgs + [Locations.program("python3")!, Self.chromiumCheck,
+        let r = try await runProcessAsync("/usr/bin/env", envArgs + [Self.playwrightPython!, Self.chromiumCheck,
                                           "--label", "livegate-test", "--frames", "20", "--timeout", "60", "--out", out.path,
                                           "--chromium-arg=--enable-features=WebRtcPipeWireCamera"], timeout: 200)
         let verdict = r.output.split(separator: "\n").last { $0.hasPrefix("result: ") }.map(String.init) ?? "(no result line)"

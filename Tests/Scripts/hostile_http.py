@@ -442,16 +442,13 @@ def hold_connections(target, n, seconds, pid, kind, interval, trickle, until_clo
                     mark_closed(i, "send " + errno.errorcode.get(e.errno, str(e.errno)))
                 next_send[i] += interval
         check_reads()
-        if now >= t_start + second + 1 or now >= deadline:
+        end = now >= deadline or (until_closed and len(closed_at) >= opened and now - t_start >= 2.0)
+        if now >= t_start + second + 1 or end:
             second += 1
             s = sampler.sample() if pid else (None, None, None)
             sampler.samples.append(s)
             timeline.append((min(second, seconds), len(closed_at), s[1], s[2]))
-        if now >= deadline:
-            break
-        if until_closed and len(closed_at) >= opened and now - t_start >= 2.0:
-            sampler.samples.append(sampler.sample() if pid else (None, None, None))
-            timeline.append((second + 1, len(closed_at), sampler.samples[-1][1], sampler.samples[-1][2]))
+        if end:
             break
         time.sleep(0.05)
     prober.stop()

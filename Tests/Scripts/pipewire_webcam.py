@@ -139,9 +139,7 @@ class Session:
             f.write(f"[portal]\nDBusName={ACCESS_NAME}\nInterfaces=org.freedesktop.impl.portal.Access;\n"
                     "UseIn=livegate-test\n")
         access_log = os.path.join(self.d, "portal-access.log")
-        with open(access_log, "w"):
-            pass
-        with open(access_log, "ab") as out:
+        with open(access_log, "wb") as out:
             access = self.start("portal-access", [gi_python(), os.path.join(HERE, "portal_access.py"),
                                                   "--name", ACCESS_NAME] + (["--deny"] if deny else []),
                                 stdout=out)

@@ -418,18 +418,12 @@ final class BanditEmulatorHTTPHandler: ChannelInboundHandler {
             }
             let (reply, effects) = emulator.state.handle(
                 method: head.method.rawValue, uri: head.uri, body: body, peer: context.channel.remoteAddress)
-            let mood = emulator.state.mood
-            let emulator = self.emulator
-            if mood.listingPageDelay > .zero, head.method == .GET, head.uri.hasPrefix("/api/2/images") || head.uri.hasPrefix("/api/2/videos") {
-                // A moody body takes its time over a listing.
-                context.eventLoop.scheduleTask(in: .nanoseconds(Int64(mood.listingPageDelay.nanoseconds))) { [self] in
-                    respond(context: context, status: reply.status, body: reply.body, keepAlive: head.isKeepAlive)
-                    emulator.carryOut(effects)
-                }
-                return
+            // A moody body takes its time over a listing.
+            let listing = head.method == .GET && (head.uri.hasPrefix("/api/2/images") || head.uri.hasPrefix("/api/2/videos"))
+            context.afterMoodyDelay(listing ? emulator.state.mood.listingPageDelay : .zero) { [self] context in
+                respond(context: context, status: reply.status, body: reply.body, keepAlive: head.isKeepAlive)
+                emulator.carryOut(effects)
             }
-            respond(context: context, status: reply.status, body: reply.body, keepAlive: head.isKeepAlive)
-            emulator.carryOut(effects)
         }
     }
 

@@ -124,13 +124,7 @@ final class BanditEmulatorState: Sendable {
         }
         let write = (method == "PUT" && (path == "/api/2/settings/camera" || path == "/api/2/settings/scene"))
             || (method == "POST" && (path == "/api/2/settings/video" || path == "/api/2/settings/image"))
-        if write, mood.busyEveryNthSet > 0 {
-            let n = moodState.withLock { s -> Int in
-                s.writes += 1
-                return s.writes
-            }
-            if n % mood.busyEveryNthSet == 0 { return .error(.serviceUnavailable, "busy") }
-        }
+        if write, moodState.withLock({ mood.refusesSet(counting: &$0.writes) }) { return .error(.serviceUnavailable, "busy") }
         return nil
     }
     private let log = Mutex<[(method: String, path: String, body: String)]>([])

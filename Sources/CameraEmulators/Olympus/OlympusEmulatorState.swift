@@ -218,10 +218,7 @@ struct OlympusEmulatorState: Sendable {
         }
         let always = ["/get_connectmode.cgi", "/get_commandlist.cgi", "/get_caminfo.cgi", "/get_state.cgi"]
         if now < busyUntil && !always.contains(path) { return Self.busy }
-        if path == "/set_camprop.cgi", mood.busyEveryNthSet > 0 {
-            sets += 1
-            if sets % mood.busyEveryNthSet == 0 { return Self.busy }
-        }
+        if path == "/set_camprop.cgi", mood.refusesSet(counting: &sets) { return Self.busy }
         return nil
     }
     private static let busy = Reply(status: 503, contentType: "text/plain", body: "")

@@ -356,10 +356,7 @@ final class PTPEmulatorModel: Sendable {
             let now = MonotonicClock.nanos()
             let isSet = code == PTPOperation.setDevicePropValue || code == PTPOperation.canonSetDevicePropValueEx
             if Self.moodyBusyOps.contains(code) && now < s.moodyBusyUntil { return PTPReply(code: PTPResponse.deviceBusy) }
-            if isSet && mood.busyEveryNthSet > 0 {
-                s.moodySets += 1
-                if s.moodySets % mood.busyEveryNthSet == 0 { return PTPReply(code: PTPResponse.deviceBusy) }
-            }
+            if isSet && mood.refusesSet(counting: &s.moodySets) { return PTPReply(code: PTPResponse.deviceBusy) }
             let liveView = Self.liveViewOps.contains(code) || (kind == .sony && code == PTPOperation.getObject && p0 == 0xFFFF_C002)
             if liveView && now < s.sessionOpenedAt + mood.firstFrameDelay.nanoseconds { return PTPReply(code: PTPResponse.deviceBusy) }
             return nil

@@ -360,16 +360,10 @@ final class PanasonicEmulatorHTTPHandler: ChannelInboundHandler {
         if head.method == .POST, path == "/Server0/CDS_control" {
             let base = "http://\(head.headers.first(name: "Host") ?? "127.0.0.1:\(emulator.port)")"
             let answer = emulator.state.card.soapAnswer(request: String(decoding: body, as: UTF8.self), playMode: playMode, base: base)
-            let delay = emulator.configuration.mood.listingPageDelay
-            let send = { [self] in
+            // A moody body takes its time over each page of the listing.
+            context.afterMoodyDelay(emulator.configuration.mood.listingPageDelay) { [self] context in
                 respond(context, status: HTTPResponseStatus(statusCode: answer.status), type: "text/xml; charset=\"utf-8\"",
                         body: answer.body, keepAlive: head.isKeepAlive)
-            }
-            if delay > .zero {
-                // A moody body takes its time over each page of the listing.
-                context.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay.nanoseconds))) { send() }
-            } else {
-                send()
             }
             return
         }

@@ -49,8 +49,8 @@ final class PanasonicEmulatorState: Sendable {
         var sessionCounter = 0
     }
 
-    /// A mode switch in progress (moody bodies): until `untilNanos`, `getstate` still says `from`
-    /// and every other `cam.cgi` request answers `err_busy`.
+    /// A moody body's state: a mode switch in progress (until `untilNanos`, `getstate` still says
+    /// `from` and every other `cam.cgi` request answers `err_busy`) and the setsetting count.
     struct Switch {
         var from = "play"
         var untilNanos: UInt64 = 0
@@ -268,13 +268,7 @@ final class PanasonicEmulatorState: Sendable {
             return Self.xml("ok", "<settingvalue \(t)=\"\(Self.escape(v))\"></settingvalue>")
         case "setsetting":
             guard let v = query["value"] else { return Self.xml("err_param") }
-            if mood.busyEveryNthSet > 0 {
-                let n = switching.withLock { s -> Int in
-                    s.sets += 1
-                    return s.sets
-                }
-                if n % mood.busyEveryNthSet == 0 { return Self.xml("err_busy") }
-            }
+            if switching.withLock({ mood.refusesSet(counting: &$0.sets) }) { return Self.xml("err_busy") }
             return lock.withLock { st -> Reply in
                 switch type ?? "" {
                 case "whitebalance":

@@ -43,17 +43,12 @@ final class SonyEmulatorHandler: ChannelInboundHandler {
             let port = context.channel.localAddress?.port ?? emulator.port
             let url = "http://127.0.0.1:\(port)/liveview/liveviewstream"
             let reply = emulator.state.handle(body: body, liveviewURL: url, source: emulator.source)
-            let delay = emulator.state.mood.listingPageDelay
-            if delay > .zero, path == "/sony/avContent", emulator.state.lastMethod == "getContentList" {
-                // A moody body lists its card slowly: each page after a while.
-                let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
-                let keepAlive = head.isKeepAlive
-                context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(delay.nanoseconds))) { [weak self] in
-                    self?.respond(context: ctx.value, status: .ok, contentType: "application/json", body: reply, keepAlive: keepAlive)
-                }
-                return
+            // A moody body lists its card slowly: each page after a while.
+            let listing = path == "/sony/avContent" && emulator.state.lastMethod == "getContentList"
+            let keepAlive = head.isKeepAlive
+            context.afterMoodyDelay(listing ? emulator.state.mood.listingPageDelay : .zero) { [weak self] context in
+                self?.respond(context: context, status: .ok, contentType: "application/json", body: reply, keepAlive: keepAlive)
             }
-            respond(context: context, status: .ok, contentType: "application/json", body: reply, keepAlive: head.isKeepAlive)
         case (.GET, _) where path.hasPrefix("/postview/"):
             guard let bytes = emulator.state.cardFile(String(path.dropFirst("/postview/".count))) else {
                 respond(context: context, status: .notFound, contentType: "text/plain", body: Array("no such picture\n".utf8), keepAlive: head.isKeepAlive)

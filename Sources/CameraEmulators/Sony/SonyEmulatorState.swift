@@ -265,9 +265,9 @@ final class SonyEmulatorState: Sendable {
             if let r = s.refuseSettings, method.hasPrefix("set"), method != "setLiveviewFrameInfo" {
                 return .error(r.code, r.message)
             }
-            if mood.busyEveryNthSet > 0, method.hasPrefix("set"), !["setLiveviewFrameInfo", "setPostviewImageSize", "setCameraFunction"].contains(method) {
-                s.sets += 1
-                if s.sets % mood.busyEveryNthSet == 0 { return .error(40401, "Camera Not Ready") }
+            if method.hasPrefix("set"), !["setLiveviewFrameInfo", "setPostviewImageSize", "setCameraFunction"].contains(method),
+               mood.refusesSet(counting: &s.sets) {
+                return .error(40401, "Camera Not Ready")
             }
             switch method {
             case "getAvailableApiList": return .result([Self.methods])

@@ -130,7 +130,7 @@ extension PanasonicDriver {
         playMode.entered()
         do {
             try await busyRetrying { try await self.camcgi.call(mode: "camcmd", value: "playmode", timeout: .seconds(10)) }
-            _ = try await waitForCameraMode(play: true)
+            try await waitForCameraMode(play: true)
         } catch {
             playMode.left()
             throw error
@@ -149,7 +149,7 @@ extension PanasonicDriver {
                 if mode == nil || (mode == "play") == play { return r }
             }
             guard ContinuousClock.now < deadline else {
-                throw CameraControlError.camera(code: 0, message: "the camera did not switch to \(play ? "play" : "record") mode within \(limit)")
+                throw CameraControlError.camera(code: 0, message: "the camera did not switch to \(play ? "play" : "record") mode within \(limit.components.seconds) s")
             }
             try await Task.sleep(for: .milliseconds(250))
         }
@@ -159,23 +159,14 @@ extension PanasonicDriver {
     /// while switching, takes ~5 s).
     func enterRecordMode() async throws {
         _ = try? await camcgi.call(mode: "camcmd", value: "recmode", timeout: .seconds(10))
-        let deadline = ContinuousClock.now + .seconds(10)
-        while true {
-            if let r = try? await camcgi.call(mode: "getstate", timeout: .seconds(2)), r.elements["cammode"] != "play" {
-                // What the card looks like after livegate's own work: the next change is the body's.
-                // Unless the card is being written right now (livegate's own shots are written by
-                // then): a shot on the body while livegate switched back. The count seen before
-                // the card work then stays the reference, so the next keep-alive sees the change
-                // (and, for livegate's own shot, one look finds nothing new).
-                if r.elements["sd_access"] != "on" || r.elements["rec"] == "on" {
-                    _ = card.observe(remaining: r.elements["remaincapacity"], cardAccess: nil, cardInUse: true)
-                }
-                break
-            }
-            guard ContinuousClock.now < deadline else {
-                throw CameraControlError.camera(code: 0, message: "the camera did not return to record mode within 10 s")
-            }
-            try await Task.sleep(for: .milliseconds(250))
+        let r = try await waitForCameraMode(play: false)
+        // What the card looks like after livegate's own work: the next change is the body's.
+        // Unless the card is being written right now (livegate's own shots are written by then): a
+        // shot on the body while livegate switched back. The count seen before the card work then
+        // stays the reference, so the next keep-alive sees the change (and, for livegate's own
+        // shot, one look finds nothing new).
+        if r.elements["sd_access"] != "on" || r.elements["rec"] == "on" {
+            _ = card.observe(remaining: r.elements["remaincapacity"], cardAccess: nil, cardInUse: true)
         }
         playMode.left()
     }
